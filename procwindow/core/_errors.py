@@ -1,0 +1,99 @@
+"""The error hierarchy: every error procwindow raises derives from ProcwindowError.
+
+Each error carries the fact the caller needs to act on as an attribute, so a
+window, a control socket or a script can show it without parsing the message.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "CommandNotFound",
+    "CwdMissing",
+    "InvalidArgv",
+    "InvalidPattern",
+    "InvalidScope",
+    "NotExecutable",
+    "ProcNotFound",
+    "ProcRunning",
+    "ProcwindowError",
+    "SpawnFailed",
+    "UnsupportedPlatform",
+]
+
+
+class ProcwindowError(Exception):
+    """Base class of every error procwindow raises on purpose."""
+
+
+class CommandNotFound(ProcwindowError, LookupError):
+    """The command is not a path that exists and is not found on ``PATH``.
+
+    >>> str(CommandNotFound("nmp"))
+    "command not found: 'nmp'"
+    """
+
+    def __init__(self, command: str) -> None:
+        super().__init__(f"command not found: {command!r}")
+        self.command = command
+
+
+class NotExecutable(ProcwindowError, PermissionError):
+    """The command exists but cannot be executed (no permission, a directory, bad format)."""
+
+    def __init__(self, path: str, why: str = "permission denied") -> None:
+        super().__init__(f"not executable: {path!r} ({why})")
+        self.path = path
+        self.why = why
+
+
+class CwdMissing(ProcwindowError, FileNotFoundError):
+    """The working directory given to ``spawn`` does not exist or is not a directory."""
+
+    def __init__(self, cwd: str, why: str = "no such directory") -> None:
+        super().__init__(f"working directory unusable: {cwd!r} ({why})")
+        self.cwd = cwd
+        self.why = why
+
+
+class InvalidArgv(ProcwindowError, ValueError):
+    """argv is empty, holds a non-string, holds a NUL byte, or is too long for the kernel."""
+
+
+class InvalidScope(ProcwindowError, ValueError):
+    """A session or agent name cannot be used as a topic token."""
+
+
+class ProcNotFound(ProcwindowError, LookupError):
+    """No proc has this id (it never existed or was dismissed)."""
+
+    def __init__(self, proc_id: int) -> None:
+        super().__init__(f"no such proc: {proc_id}")
+        self.proc_id = proc_id
+
+
+class ProcRunning(ProcwindowError, RuntimeError):
+    """The operation needs an exited proc (``dismiss``), and this one still runs."""
+
+    def __init__(self, proc_id: int) -> None:
+        super().__init__(f"proc {proc_id} is still running; term or kill it first")
+        self.proc_id = proc_id
+
+
+class InvalidPattern(ProcwindowError, ValueError):
+    """A subscription pattern is malformed."""
+
+    def __init__(self, pattern: str, why: str) -> None:
+        super().__init__(f"invalid pattern {pattern!r}: {why}")
+        self.pattern = pattern
+        self.why = why
+
+
+class SpawnFailed(ProcwindowError, OSError):
+    """The kernel refused to start the child for a reason other than the ones above.
+
+    ``errno`` and ``strerror`` are those of the underlying OSError (EMFILE, EAGAIN, ENOMEM…).
+    """
+
+
+class UnsupportedPlatform(ProcwindowError, RuntimeError):
+    """procwindow's supervisor needs Linux ≥ 5.3 (pidfd_open and waitid(P_PIDFD))."""

@@ -1,0 +1,98 @@
+"""The Linux facilities the supervisor stands on: pidfds, the subreaper, /proc."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import sys
+
+from ._errors import UnsupportedPlatform
+
+__all__ = [
+    "MARKER_VAR",
+    "child_pids",
+    "find_marked",
+    "require_linux",
+    "set_subreaper",
+    "stat_fields",
+]
+
+#: Every child carries ``PROCWINDOW_PROC=<supervisor token>:<proc id>`` in its
+#: environment, so its descendants can be found even after they left its process
+#: group (``setsid``) and its leader has exited.
+MARKER_VAR = "PROCWINDOW_PROC"
+
+_PR_SET_CHILD_SUBREAPER = 36
+
+
+def require_linux() -> None:
+    """Raise UnsupportedPlatform unless pidfds work here."""
+    if not sys.platform.startswith("linux"):
+        raise UnsupportedPlatform(
+            f"procwindow's supervisor runs on Linux only (this is {sys.platform}): "
+            "it needs pidfd_open and waitid(P_PIDFD), Linux ≥ 5.3"
+        )
+    if not hasattr(os, "pidfd_open") or not hasattr(signal, "pidfd_send_signal"):
+        raise UnsupportedPlatform("this Python lacks os.pidfd_open / signal.pidfd_send_signal")
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError as exc:
+        raise UnsupportedPlatform(
+            f"pidfd_open failed ({exc.strerror}); procwindow needs Linux ≥ 5.3"
+        ) from exc
+
+
+def set_subreaper(on: bool) -> bool:
+    """Make this process the reaper of orphaned descendants; True if it worked."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(on), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def stat_fields(pid: int) -> tuple[str, int, int, int] | None:
+    """(state, ppid, pgrp, starttime) from /proc/<pid>/stat, or None if gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            raw = f.read()
+    except OSError:
+        return None
+    # comm may hold spaces and parentheses: the fields start after the last ')'.
+    rest = raw[raw.rfind(b")") + 2 :].split()
+    return rest[0].decode(), int(rest[1]), int(rest[2]), int(rest[19])
+
+
+def child_pids(ppid: int) -> list[int]:
+    """Pids whose parent is ``ppid`` (a /proc scan; zombies included)."""
+    out: list[int] = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            fields = stat_fields(int(name))
+            if fields is not None and fields[1] == ppid:
+                out.append(int(name))
+    return out
+
+
+def find_marked(token: str) -> dict[int, list[int]]:
+    """Live processes carrying this supervisor's marker: {proc id: [pids]}."""
+    needle = f"{MARKER_VAR}={token}:".encode()
+    me = os.getpid()
+    found: dict[int, list[int]] = {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+        except OSError:
+            continue
+        at = env.find(needle)
+        if at < 0 or (at > 0 and env[at - 1] != 0):
+            continue
+        end = env.find(b"\0", at)
+        value = env[at + len(needle) : end if end >= 0 else len(env)]
+        if value.isdigit():
+            found.setdefault(int(value), []).append(int(name))
+    return found

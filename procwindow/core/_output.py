@@ -1,0 +1,317 @@
+"""Output capture: the per-proc ring of lines and the raw log files.
+
+Capture must stay cheap (DESIGN.md: one Python object per line at capture time
+costs ~9× the throughput). So the ring stores *blocks*: the complete lines of one
+read, as the raw bytes they arrived in, with the seq of their first line and a
+line count. Lines are decoded and split only when someone reads them. Because
+``\\n`` can never occur inside a UTF-8 multibyte sequence, decoding a block of
+whole lines at once gives exactly what an incremental decoder would.
+"""
+
+from __future__ import annotations
+
+import bisect
+import errno
+import os
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from operator import attrgetter
+
+from ._types import Line, Stream
+
+__all__ = ["LINE_MAX", "LogFile", "OutputStore"]
+
+#: A line longer than this many bytes is split into pieces marked ``split``.
+LINE_MAX = 64 * 1024
+
+#: How often (seconds) an open log file is checked for having been removed.
+_LOG_CHECK_INTERVAL = 1.0
+
+
+@dataclass(slots=True)
+class _Block:
+    first: int  # seq of the first line
+    count: int  # number of lines
+    stream: Stream
+    time: float
+    data: bytes  # the lines joined by b"\n", without a final newline
+    split: bool  # a single piece of an over-long line (count == 1)
+
+
+def _utf8_cut(data: bytes, limit: int) -> int:
+    """A cut position ≤ limit that does not fall inside a UTF-8 sequence."""
+    cut = limit
+    # Step back over at most 3 continuation bytes (10xxxxxx).
+    for _ in range(3):
+        if cut <= 0 or (data[cut] & 0xC0) != 0x80:
+            break
+        cut -= 1
+    return cut if cut > 0 else limit
+
+
+def _decode_lines(data: bytes) -> list[str]:
+    text = data.decode("utf-8", "replace")
+    lines = text.split("\n")
+    if "\r" in text:
+        for i, line in enumerate(lines):
+            if "\r" in line:
+                # "\r\n" ends a line; a bare "\r" redraws it: keep the last state.
+                line = line.removesuffix("\r")
+                lines[i] = line.rpartition("\r")[2] if "\r" in line else line
+    return lines
+
+
+class _Pending:
+    """The unterminated tail of one stream."""
+
+    __slots__ = ("data",)
+
+    def __init__(self) -> None:
+        self.data = b""
+
+
+class OutputStore:
+    """The bounded in-memory ring of one proc's output.
+
+    Bounded by ``max_lines`` (exactly, as seen by readers) and ``max_bytes``
+    (whole blocks fall off the front). What falls off stays in the log file.
+    """
+
+    def __init__(self, max_lines: int, max_bytes: int, clock: Callable[[], float]) -> None:
+        self._max_lines = max_lines
+        self._max_bytes = max_bytes
+        self._clock = clock
+        self._blocks: list[_Block] = []
+        self._head = 0  # index of the first live block in _blocks
+        self._bytes = 0
+        self._lines = 0  # lines held in live blocks
+        self._last_seq = 0
+        self._pending = {Stream.STDOUT: _Pending(), Stream.STDERR: _Pending()}
+        self.total_bytes = 0
+
+    # -- capture -------------------------------------------------------------
+
+    def feed(self, stream: Stream, chunk: bytes) -> tuple[int, int] | None:
+        """Take one read's bytes; return the (first, last) seq of lines it completed."""
+        self.total_bytes += len(chunk)
+        pending = self._pending[stream]
+        first = self._last_seq + 1
+        end = chunk.rfind(b"\n")
+        if end >= 0:
+            whole = pending.data + chunk[:end] if pending.data else chunk[:end]
+            pending.data = chunk[end + 1 :]
+            self._add_whole(stream, whole)
+        else:
+            pending.data += chunk
+        if len(pending.data) > LINE_MAX:
+            self._shorten(stream, pending)
+        return (first, self._last_seq) if self._last_seq >= first else None
+
+    def flush(self, stream: Stream) -> tuple[int, int] | None:
+        """End of stream: the unterminated tail becomes a last line."""
+        pending = self._pending[stream]
+        if not pending.data:
+            return None
+        data, pending.data = pending.data, b""
+        self._add_whole(stream, data)
+        return (self._last_seq, self._last_seq)
+
+    def _add_whole(self, stream: Stream, data: bytes) -> None:
+        # Keep the invariant "every stored line ≤ LINE_MAX". The precise per-line
+        # scan runs only when a cheap probe finds a newline-free stretch.
+        if len(data) > LINE_MAX and _may_hold_long_line(data) and _longest_line(data) > LINE_MAX:
+            lines = data.split(b"\n")
+            for line in lines:
+                while len(line) > LINE_MAX:
+                    cut = _utf8_cut(line, LINE_MAX)
+                    self._append(stream, line[:cut], 1, split=True)
+                    line = line[cut:]
+                self._append(stream, line, 1, split=False)
+            return
+        self._append(stream, data, data.count(b"\n") + 1, split=False)
+
+    def _shorten(self, stream: Stream, pending: _Pending) -> None:
+        data = pending.data
+        # A redrawn progress line only keeps its last state; keep a trailing "\r",
+        # it may be the first half of "\r\n".
+        cr = data.rfind(b"\r", 0, len(data) - 1)
+        if cr >= 0:
+            data = data[cr + 1 :]
+        while len(data) > LINE_MAX:
+            cut = _utf8_cut(data, LINE_MAX)
+            self._append(stream, data[:cut], 1, split=True)
+            data = data[cut:]
+        pending.data = data
+
+    def _append(self, stream: Stream, data: bytes, count: int, *, split: bool) -> None:
+        block = _Block(self._last_seq + 1, count, stream, self._clock(), data, split)
+        self._blocks.append(block)
+        self._last_seq += count
+        self._lines += count
+        self._bytes += len(data)
+        self._evict()
+
+    def _evict(self) -> None:
+        blocks = self._blocks
+        while self._head < len(blocks) - 1:
+            front = blocks[self._head]
+            over_bytes = self._bytes > self._max_bytes
+            over_lines = self._lines - front.count >= self._max_lines
+            if not (over_bytes or over_lines):
+                break
+            self._head += 1
+            self._lines -= front.count
+            self._bytes -= len(front.data)
+        if self._head > 64 and self._head * 2 > len(blocks):
+            del blocks[: self._head]
+            self._head = 0
+
+    # -- reading -------------------------------------------------------------
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the newest complete line (0 when there is none)."""
+        return self._last_seq
+
+    @property
+    def first_seq(self) -> int:
+        """The seq of the oldest line still readable from memory."""
+        if self._head >= len(self._blocks):
+            return self._last_seq + 1
+        return max(self._blocks[self._head].first, self._last_seq - self._max_lines + 1)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of line data held in memory."""
+        return self._bytes + sum(len(p.data) for p in self._pending.values())
+
+    def read(
+        self, since: int, limit: int | None = None, stream: Stream | None = None
+    ) -> tuple[list[Line], int, int]:
+        """Lines with seq > since: (lines, dropped, cursor)."""
+        first_live = self.first_seq
+        dropped = max(0, first_live - since - 1)
+        start = max(since + 1, first_live)
+        blocks = self._blocks
+        i = bisect.bisect_right(blocks, start, lo=self._head, key=_FIRST) - 1
+        i = max(i, self._head)
+        out: list[Line] = []
+        cursor = since
+        while i < len(blocks):
+            block = blocks[i]
+            i += 1
+            if block.first + block.count <= start:
+                continue
+            if stream is not None and block.stream is not stream:
+                cursor = block.first + block.count - 1
+                continue
+            texts = _decode_lines(block.data)
+            skip = max(0, start - block.first)
+            for k in range(skip, block.count):
+                if limit is not None and len(out) >= limit:
+                    return out, dropped, cursor
+                seq = block.first + k
+                out.append(Line(seq, block.stream, block.time, texts[k], block.split))
+                cursor = seq
+        if dropped and not out:
+            cursor = max(cursor, first_live - 1)
+        return out, dropped, max(cursor, since)
+
+
+_FIRST = attrgetter("first")
+
+
+def _may_hold_long_line(data: bytes) -> bool:
+    # A line longer than LINE_MAX covers at least one whole aligned window of
+    # LINE_MAX // 2 bytes, so if every such window holds a newline there is none.
+    half = LINE_MAX // 2
+    for start in range(0, len(data) - half + 1, half):
+        if data.find(b"\n", start, start + half) < 0:
+            return True
+    return False
+
+
+def _longest_line(data: bytes) -> int:
+    longest = 0
+    start = 0
+    while True:
+        end = data.find(b"\n", start)
+        if end < 0:
+            return max(longest, len(data) - start)
+        longest = max(longest, end - start)
+        start = end + 1
+
+
+class LogFile:
+    """One raw, byte-exact log file. A failure to write never stops capture.
+
+    On the first error (ENOSPC, EIO, a removed file…) the file is closed,
+    ``error`` holds the OS error text, and later writes are dropped.
+    """
+
+    __slots__ = ("_checked", "_fd", "_opened", "error", "path")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.error: str | None = None
+        self._fd: int | None = None
+        self._opened = False
+        self._checked = time.monotonic()
+
+    def _open(self) -> None:
+        # Opened on first use, so an idle child costs no log fds.
+        self._opened = True
+        try:
+            self._fd = os.open(
+                self.path,
+                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
+                0o600,
+            )
+        except OSError as exc:
+            self.error = f"{self.path}: {exc.strerror or exc}"
+
+    def write(self, data: bytes) -> None:
+        """Append ``data``; on failure record the error and stop logging."""
+        if not self._opened:
+            self._open()
+        fd = self._fd
+        if fd is None:
+            return
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            now = time.monotonic()
+            if now - self._checked > _LOG_CHECK_INTERVAL:
+                self._checked = now
+                if os.fstat(fd).st_nlink == 0:
+                    raise OSError(errno.ENOENT, "log file was removed")
+        except OSError as exc:
+            self.error = f"{self.path}: {exc.strerror or exc}"
+            self.close()
+
+    def finish(self) -> None:
+        """The stream ended: make sure the file exists (even empty), then close it."""
+        if not self._opened:
+            self._open()
+        self.close()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+def prepare_log_dir(path: str) -> None:
+    """Create ``path`` (mode 0700) if needed; refuse a symlink or a non-directory."""
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+    except FileExistsError:
+        pass
+    st = os.lstat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise NotADirectoryError(errno.ENOTDIR, "log_dir is not a directory", path)
