@@ -34,12 +34,14 @@ class Proc:
     """
 
     __slots__ = (
+        "__weakref__",
         "_agent",
         "_argv",
         "_cwd",
         "_ended_at",
         "_ended_mono",
         "_env",
+        "_escalated",
         "_exit",
         "_exit_fut",
         "_id",
@@ -60,9 +62,7 @@ class Proc:
         "_stop_task",
         "_store",
         "_stream_fds",
-        "_escalated",
         "_tool",
-        "__weakref__",
     )
 
     def __init__(

@@ -15,7 +15,7 @@ import subprocess
 import time
 import warnings
 from collections import deque
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from types import TracebackType
 from typing import Protocol
@@ -34,7 +34,7 @@ from ._errors import (
     SpawnFailed,
 )
 from ._output import LogFile, OutputStore, prepare_log_dir
-from ._proc import Proc, format_cmd
+from ._proc import Proc
 from ._topics import Pattern, check_scope_name, topic_for
 from ._types import (
     Event,
@@ -217,7 +217,7 @@ def _default_log_root() -> str:
 class Supervisor:
     """Supervises child processes on the running asyncio loop (Linux).
 
-    >>> async def demo():                                       # doctest: +SKIP
+    >>> async def demo():  # doctest: +SKIP
     ...     async with Supervisor() as sup:
     ...         p = await sup.spawn(["echo", "hi"], session="s1", agent="a1")
     ...         await sup.wait(p.id)
@@ -272,8 +272,9 @@ class Supervisor:
         self._devnull: int | None = None
         self._snapshot: _Snapshot | None = None
         self._adopted: dict[int, int] = {}  # orphaned descendant pid -> its start time
-        self._sweep_handle: asyncio.TimerHandle | None = None
-        self._out_flush: asyncio.TimerHandle | None = None
+        self._sweep_handle: asyncio.Handle | None = None
+        self._sweep_due = 0.0
+        self._out_flush: asyncio.Handle | None = None
         self._out_dirty: set[Proc] = set()
         self._closed = False
         self._closing = False
@@ -328,8 +329,9 @@ class Supervisor:
         try:
             if self._loop is not None:
                 await self.term_all()
+                self._snap(fresh=True)
                 for p in list(self._procs.values()):
-                    self._kill_leftovers(p)
+                    self._kill_leftovers(p, fresh=False)
                     self._close_streams(p)
                 await self._reap_adopted(deadline=time.monotonic() + 2.0)
         finally:
@@ -454,9 +456,7 @@ class Supervisor:
             os.set_blocking(fd, False)
             loop.add_reader(fd, self._on_readable, p, stream)
         loop.add_reader(pidfd, self._on_pidfd, p)
-        self._publish(
-            p, EventKind.START, os_pid=p.os_pid, tool=tool, cmd=p.cmd, at=now_wall
-        )
+        self._publish(p, EventKind.START, os_pid=p.os_pid, tool=tool, cmd=p.cmd, at=now_wall)
         self._schedule_sweep(SWEEP_INTERVAL)
         return p
 
@@ -786,19 +786,22 @@ class Supervisor:
         self, p: Proc, deadline: float | None = None, already_termed: bool = False
     ) -> None:
         """After the leader exited: TERM what remains of its tree, KILL it at the deadline."""
-        if not self._tree(p, fresh=True):
+        if not self._tree(p):
             return
         if not already_termed:
             self._signal_tree(p, signal.SIGTERM)
             self._signal_tree(p, signal.SIGCONT)
         if deadline is None:
             deadline = time.monotonic() + self.graceful_timeout
-        while self._tree(p, fresh=True) and time.monotonic() < deadline:
+        # Nothing signals "a non-child pid died": poll /proc.
+        while self._tree(p) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(_TREE_POLL)
-        self._kill_leftovers(p)
+        self._kill_leftovers(p, fresh=True)
 
-    def _kill_leftovers(self, p: Proc) -> None:
-        if self._tree(p, fresh=True):
+    def _kill_leftovers(self, p: Proc, fresh: bool = True) -> None:
+        # Snapshots are shared by signals sent in one burst (term_all of 500
+        # procs reads /proc once, not 500 times); ``fresh`` forces a new one.
+        if self._tree(p, fresh=fresh):
             self._signal_tree(p, signal.SIGKILL)
             self._schedule_sweep(_TREE_POLL)
 
@@ -859,10 +862,12 @@ class Supervisor:
     def _schedule_sweep(self, delay: float) -> None:
         if not self._is_subreaper or self._loop is None or self._closed:
             return
+        due = self._loop.time() + delay
         if self._sweep_handle is not None:
-            if self._sweep_handle.when() <= self._loop.time() + delay:
+            if self._sweep_due <= due:
                 return
             self._sweep_handle.cancel()
+        self._sweep_due = due
         self._sweep_handle = self._loop.call_later(delay, self._sweep)
 
     def _sweep(self) -> None:
@@ -1040,8 +1045,10 @@ def _check_env(env: Mapping[str, str | None] | None) -> dict[str, str | None] | 
     for key, value in env.items():
         if not isinstance(key, str) or not key or "=" in key or "\0" in key:
             raise InvalidArgv(f"invalid environment variable name: {key!r}")
-        if value is not None and (not isinstance(value, str) or "\0" in value):
-            raise InvalidArgv(f"invalid value for environment variable {key}: {value!r}")
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgv(f"environment variable {key} must be a str or None, got {value!r}")
+        if value is not None and "\0" in value:
+            raise InvalidArgv(f"environment variable {key} contains a NUL byte: {value!r}")
         out[key] = value
     return out
 
@@ -1107,7 +1114,9 @@ def _popen(
     except OSError as exc:
         if exc.errno == errno.E2BIG:
             size = sum(len(a) + 1 for a in args)
-            raise InvalidArgv(f"argument list too long for the kernel ({size} bytes, E2BIG)") from exc
+            raise InvalidArgv(
+                f"argument list too long for the kernel ({size} bytes, E2BIG)"
+            ) from exc
         if exc.errno == errno.ENOEXEC:
             raise NotExecutable(exe, "exec format error") from exc
         raise SpawnFailed(exc.errno, f"cannot start {args[0]!r}: {exc.strerror}") from exc
@@ -1123,4 +1132,3 @@ def _exit_reason(p: Proc, code: int, sig: int | None, stolen: bool) -> ExitReaso
     if sig is None and code == 0 and not stolen:
         return ExitReason.EXITED
     return ExitReason.FAILED
-

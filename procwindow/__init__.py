@@ -1,0 +1,67 @@
+"""procwindow: an asyncio process supervisor, and a Qt window to watch and control it.
+
+The supervisor (:class:`Supervisor`) needs only the standard library and psutil;
+importing this package never imports Qt.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata as _metadata
+
+from procwindow.core import (
+    CommandNotFound,
+    CwdMissing,
+    Event,
+    EventKind,
+    ExitInfo,
+    ExitReason,
+    InvalidArgv,
+    InvalidPattern,
+    InvalidScope,
+    Line,
+    NotExecutable,
+    Proc,
+    ProcNotFound,
+    ProcRunning,
+    ProcState,
+    ProcStats,
+    ProcwindowError,
+    ReadBatch,
+    SpawnFailed,
+    Stream,
+    Subscription,
+    Supervisor,
+    UnsupportedPlatform,
+)
+
+try:
+    __version__ = _metadata.version("procwindow")
+except _metadata.PackageNotFoundError:  # running from a checkout that was never installed
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "CommandNotFound",
+    "CwdMissing",
+    "Event",
+    "EventKind",
+    "ExitInfo",
+    "ExitReason",
+    "InvalidArgv",
+    "InvalidPattern",
+    "InvalidScope",
+    "Line",
+    "NotExecutable",
+    "Proc",
+    "ProcNotFound",
+    "ProcRunning",
+    "ProcState",
+    "ProcStats",
+    "ProcwindowError",
+    "ReadBatch",
+    "SpawnFailed",
+    "Stream",
+    "Subscription",
+    "Supervisor",
+    "UnsupportedPlatform",
+    "__version__",
+]

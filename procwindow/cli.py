@@ -1,0 +1,108 @@
+"""The ``procwindow`` command line.
+
+``procwindow`` opens the window; ``procwindow -- CMD ARGS...`` opens it and runs
+CMD in it. Subcommands are listed in :data:`SUBCOMMANDS`; without one, the
+window is the default.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from procwindow import __version__
+
+PROG = "procwindow"
+
+# Distributions the window needs beyond the supervisor, by top-level module name.
+_WINDOW_MODULES = frozenset({"PySide6", "shiboken6", "qasync"})
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """One ``procwindow NAME ...`` subcommand."""
+
+    name: str
+    help: str
+    configure: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = ()
+
+
+def run_window(args: argparse.Namespace) -> int:
+    """Open the window: ``procwindow.app.run(args) -> int`` does the work.
+
+    ``procwindow.app`` is imported here, not at the top, so that the rest of the
+    command line works without loading Qt.
+    """
+    try:
+        app = importlib.import_module("procwindow.app")
+    except ModuleNotFoundError as exc:
+        missing = (exc.name or "").partition(".")[0]
+        if exc.name == "procwindow.app":
+            print(
+                f"{PROG}: this installation has no window (module procwindow.app is missing)",
+                file=sys.stderr,
+            )
+            return 2
+        if missing in _WINDOW_MODULES:
+            print(f"{PROG}: the window needs {missing}, which is not installed", file=sys.stderr)
+            return 2
+        raise
+    return int(app.run(args))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Supervise processes for sessions and agents, and watch them in a window.",
+        epilog=f"'{PROG} -- CMD [ARG ...]' opens the window and runs CMD in it.",
+    )
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    parser.set_defaults(subcommand=None)
+    if SUBCOMMANDS:
+        subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND")
+        for sub in SUBCOMMANDS:
+            sub.configure(subparsers.add_parser(sub.name, help=sub.help, description=sub.help))
+    return parser
+
+
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
+    """Split ``argv`` at the first ``--``: options before it, a command after it.
+
+    >>> split_command(["--", "make", "-j4"])
+    ([], ['make', '-j4'])
+    >>> split_command(["--version"])
+    (['--version'], None)
+    """
+    argv = list(argv)
+    if "--" not in argv:
+        return argv, None
+    cut = argv.index("--")
+    return argv[:cut], argv[cut + 1 :]
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse a command line; ``args.command`` is the list after ``--``, or None."""
+    options, command = split_command(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(options)
+    if command is not None and not command:
+        parser.error("expected a command after '--'")
+    args.command = command
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line and return its exit status."""
+    try:
+        args = parse_args(argv)
+    except SystemExit as exc:  # --help, --version and usage errors
+        return exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    handlers = {sub.name: sub.run for sub in SUBCOMMANDS}
+    return handlers.get(args.subcommand, run_window)(args)

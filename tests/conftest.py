@@ -1,0 +1,143 @@
+"""Shared fixtures: both event loops, and a leak check after every test."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import threading
+import time
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any, TypeVar
+
+import psutil
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+T = TypeVar("T")
+Runner = Callable[[Coroutine[Any, Any, T]], T]
+
+#: How long a test may take for its children to disappear after it ends.
+_SETTLE = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Default log dirs go to a temporary XDG_STATE_HOME, never the real one."""
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+
+
+def _fds() -> set[str]:
+    out = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            out.add(f"{fd}->{os.readlink(f'/proc/self/fd/{fd}')}")
+        except OSError:
+            pass
+    return out
+
+
+def _threads() -> set[int]:
+    return {t.ident or 0 for t in threading.enumerate()}
+
+
+def _children() -> list[psutil.Process]:
+    try:
+        return psutil.Process().children(recursive=True)
+    except psutil.Error:
+        return []
+
+
+def _marked_strays() -> list[int]:
+    """Processes anywhere carrying a procwindow marker of this test process."""
+    from procwindow.core import _linux
+
+    needle = f"{_linux.MARKER_VAR}={os.getpid()}.".encode()
+    found = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                if needle in f.read():
+                    state = _linux.stat_fields(int(name))
+                    if state is not None and state[0] != "Z":
+                        found.append(int(name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(autouse=True)
+def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail the test if it left children, zombies, fds or threads behind.
+
+    Children include orphans that escaped to init, found by the marker every
+    supervised child carries.
+    """
+    # Qt opens its own fds and threads once per process: let that happen first.
+    request.getfixturevalue("qapp")
+    gc.collect()
+    fds_before = _fds()
+    threads_before = _threads()
+    yield
+    if request.node.get_closest_marker("no_leak_check"):
+        return
+    deadline = time.monotonic() + _SETTLE
+    while True:
+        gc.collect()
+        children = _children()
+        strays = _marked_strays()
+        extra_fds = _fds() - fds_before
+        extra_threads = _threads() - threads_before
+        if not (children or strays or extra_fds or extra_threads):
+            return
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    details = []
+    for child in children:
+        try:
+            details.append(f"child {child.pid} {child.status()} {child.cmdline()}")
+        except psutil.Error:
+            details.append(f"child {child.pid} (gone)")
+    details += [f"stray marked process {pid}" for pid in strays]
+    details += [f"fd {fd}" for fd in sorted(extra_fds)]
+    details += [f"thread {t}" for t in sorted(extra_threads)]
+    for child in children:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    for pid in strays:
+        try:
+            os.kill(pid, 9)
+        except OSError:
+            pass
+    pytest.fail("left behind:\n  " + "\n  ".join(details), pytrace=False)
+
+
+@pytest.fixture(params=["asyncio", "qasync"])
+def run(request: pytest.FixtureRequest) -> Runner[Any]:
+    """Run a coroutine to completion on plain asyncio or on qasync's QEventLoop."""
+    if request.param == "asyncio":
+
+        def run_asyncio(coro: Coroutine[Any, Any, T]) -> T:
+            return asyncio.run(coro)
+
+        return run_asyncio
+
+    qapp = request.getfixturevalue("qapp")
+    import qasync
+
+    def run_qasync(coro: Coroutine[Any, Any, T]) -> T:
+        loop = qasync.QEventLoop(qapp, already_running=False)
+        try:
+            return loop.run_until_complete(coro)
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+            asyncio.set_event_loop(None)
+
+    return run_qasync

@@ -1,0 +1,121 @@
+"""Events, topic patterns, slow subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from procwindow import EventKind, ExitReason, InvalidPattern, Supervisor
+from procwindow.core import Pattern
+
+from .helpers import py, until
+
+
+@pytest.mark.parametrize(
+    ("pattern", "topic", "hit"),
+    [
+        ("session.*.agent.*.proc.>", "session.s1.agent.a1.proc.exit", True),
+        ("session.s1.>", "session.s1.agent.a1.proc.start", True),
+        ("session.s1.>", "session.s2.agent.a1.proc.start", False),
+        ("session.s1.agent.a1.proc.exit", "session.s1.agent.a1.proc.exit", True),
+        ("session.s1.agent.a1.proc.exit", "session.s1.agent.a1.proc.start", False),
+        ("session.*.agent.*.proc.start", "session.s1.agent.a1.proc.start", True),
+        ("session.*", "session.s1.agent.a1.proc.start", False),
+        (">", "session.s1.agent.a1.proc.start", True),
+        ("session.s1.agent.a1.proc.exit.>", "session.s1.agent.a1.proc.exit", False),
+    ],
+)
+def test_pattern_matching(pattern, topic, hit):
+    assert Pattern(pattern).matches(topic) is hit
+
+
+@pytest.mark.parametrize("bad", ["", "a..b", ".a", "a.", "a.>.b", "a.b*", "a.>x", "a b", 5])
+def test_invalid_patterns(bad):
+    with pytest.raises(InvalidPattern):
+        Pattern(bad)
+
+
+def test_start_output_exit_dismiss_events(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            everything = sup.subscribe("session.*.agent.*.proc.>")
+            only_exit_s1 = sup.subscribe("session.s1.agent.*.proc.exit")
+            p = await sup.spawn(
+                ["sh", "-c", "echo one; echo two >&2"], session="s1", agent="a1", tool="build"
+            )
+            q = await sup.spawn(["true"], session="s2", agent="a9")
+            await sup.wait(p.id)
+            await sup.wait(q.id)
+            await until(lambda: not p.output_open and not q.output_open)
+            await asyncio.sleep(0.1)  # output events are coalesced
+            sup.dismiss(p.id)
+            events = []
+            while (ev := everything.get_nowait()) is not None:
+                events.append(ev)
+            mine = [ev for ev in events if ev.proc_id == p.id]
+            assert mine[0].kind is EventKind.START
+            assert mine[0].topic == "session.s1.agent.a1.proc.start"
+            assert (mine[0].os_pid, mine[0].tool, mine[0].cmd) == (
+                p.os_pid,
+                "build",
+                "sh -c 'echo one; echo two >&2'",
+            )
+            assert mine[-1].kind is EventKind.DISMISS
+            exits = [ev for ev in mine if ev.kind is EventKind.EXIT]
+            assert len(exits) == 1
+            assert exits[0].code == 0
+            assert exits[0].reason is ExitReason.EXITED
+            outs = [ev for ev in mine if ev.kind is EventKind.OUTPUT]
+            covered = {seq for ev in outs for seq in range(ev.first_seq, ev.last_seq + 1)}
+            assert covered == {1, 2}
+            assert {ev.stream.value for ev in outs} == {"stdout", "stderr"}
+            assert any(ev.proc_id == q.id and ev.kind is EventKind.START for ev in events)
+            assert [ev.proc_id for ev in only_exit_s1._queue] == [p.id]
+            everything.close()
+            only_exit_s1.close()
+            assert sup._subs == []
+
+    run(main())
+
+
+def test_async_iteration_ends_on_close(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            got = []
+
+            async def consume():
+                async for ev in sup.subscribe("session.s.agent.a.proc.exit"):
+                    got.append(ev.proc_id)
+
+            task = asyncio.ensure_future(consume())
+            p = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: got == [p.id])
+        await asyncio.wait_for(task, 2)  # closing the supervisor ends the iteration
+
+    run(main())
+
+
+def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            never_reads = sup.subscribe(">", maxsize=5)
+            procs = [await sup.spawn(["true"], session="s", agent="a") for _ in range(20)]
+            for p in procs:
+                await sup.wait(p.id)
+            flood = await sup.spawn(py("for i in range(200000): print(i)"), session="s", agent="a")
+            await sup.wait(flood.id)
+            await until(lambda: not flood.output_open)
+            assert sup.read(flood.id).lines[-1].text == "199999"  # capture went on
+            assert never_reads.missed > 30
+            first = [never_reads.get_nowait() for _ in range(5)]
+            assert all(ev is not None for ev in first)
+            assert never_reads.get_nowait() is None
+            p = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(p.id)
+            nxt = never_reads.get_nowait()
+            assert nxt is not None
+            assert nxt.missed == never_reads.missed
+
+    run(main())

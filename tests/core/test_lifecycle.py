@@ -1,0 +1,253 @@
+"""Spawning, exit detection, exit codes and reasons, signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+
+import pytest
+
+from procwindow import ExitReason, ProcState, Supervisor
+
+from .helpers import alive, py, state_of, until
+
+
+def test_true_exits_before_spawn_returns(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(["true"], session="s", agent="a")
+            assert p.id == 1
+            assert p.pgid == p.os_pid
+            info = await asyncio.wait_for(sup.wait(p.id), 5)
+            assert (info.code, info.signal, info.reason) == (0, None, ExitReason.EXITED)
+            assert p.state is ProcState.EXITED
+            assert p.exit == info
+            assert p.ended_at is not None
+            assert p.ended_at >= p.started_at
+
+    run(main())
+
+
+def test_exit_codes_0_to_255_exactly(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            procs = []
+            for code in range(256):
+                procs.append(await sup.spawn(["sh", "-c", f"exit {code}"], session="s", agent="a"))
+            for code, p in enumerate(procs):
+                info = await sup.wait(p.id)
+                assert info.code == code
+                assert info.signal is None
+                assert info.reason is (ExitReason.EXITED if code == 0 else ExitReason.FAILED)
+            assert [p.id for p in sup.procs()] == list(range(256, 0, -1))
+
+    run(main())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGSEGV, signal.SIGUSR1])
+def test_death_by_signal_reported_exactly(run, tmp_path, sig):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(
+                py(f"import os; os.kill(os.getpid(), {int(sig)})"), session="s", agent="a"
+            )
+            info = await sup.wait(p.id)
+            assert info.signal == sig
+            assert info.code == 128 + sig
+            assert info.reason is ExitReason.FAILED  # nobody here sent it
+
+    run(main())
+
+
+def test_sigterm_ignored_escalates_to_sigkill(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
+            p = await sup.spawn(
+                py("""
+                    import signal, time
+                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                    print("ready", flush=True)
+                    time.sleep(60)
+                """),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(p.id).lines, what="ready")
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            info = await sup.term(p.id)
+            assert loop.time() - t0 >= 0.45
+            assert info.reason is ExitReason.ESCALATED
+            assert info.signal == signal.SIGKILL
+            assert not alive(p.os_pid)
+
+    run(main())
+
+
+def test_graceful_term_is_terminated(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
+            p = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            assert p.state is ProcState.RUNNING
+            info = await asyncio.wait_for(sup.term(p.id), 5)
+            assert info.reason is ExitReason.TERMINATED
+            assert info.signal == signal.SIGTERM
+
+    run(main())
+
+
+def test_stopped_child_still_exits_on_term(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
+            p = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            os.kill(p.os_pid, signal.SIGSTOP)
+            await until(lambda: state_of(p.os_pid) == "T", what="stopped")
+            info = await asyncio.wait_for(sup.term(p.id), 5)  # no escalation needed
+            assert info.reason is ExitReason.TERMINATED
+            assert info.signal == signal.SIGTERM
+
+    run(main())
+
+
+def test_kill_interrupt_and_signal(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            a = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            info = await sup.kill(a.id)
+            assert (info.reason, info.signal) == (ExitReason.KILLED, signal.SIGKILL)
+
+            b = await sup.spawn(
+                py("""
+                    import signal, sys, time
+                    signal.signal(signal.SIGUSR1, lambda *a: (print("usr1", flush=True), sys.exit(7)))
+                    print("ready", flush=True)
+                    time.sleep(60)
+                """),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(b.id).lines)
+            assert await sup.signal(b.id, signal.SIGUSR1) is True
+            info = await sup.wait(b.id)
+            assert info.code == 7
+            assert info.reason is ExitReason.TERMINATED
+            assert [line.text for line in sup.read(b.id).lines] == ["ready", "usr1"]
+
+            c = await sup.spawn(
+                py("import time; print('x', flush=True); time.sleep(60)"), session="s", agent="a"
+            )
+            await until(lambda: sup.read(c.id).lines)
+            assert await sup.interrupt(c.id) is True
+            info = await sup.wait(c.id)
+            # Python dies of the SIGINT it re-raises after KeyboardInterrupt
+            assert (info.code, info.signal) == (128 + signal.SIGINT, signal.SIGINT)
+            assert info.reason is ExitReason.TERMINATED
+
+    run(main())
+
+
+def test_signal_after_reap_is_a_noop(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(p.id)
+            assert await sup.signal(p.id, signal.SIGTERM) is False
+            assert await sup.interrupt(p.id) is False
+            assert (await sup.term(p.id)).reason is ExitReason.EXITED
+            assert (await sup.kill(p.id)).reason is ExitReason.EXITED
+
+    run(main())
+
+
+def test_term_kill_dismiss_race_gives_one_final_state(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
+            p = await sup.spawn(
+                py(
+                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+                ),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(p.id).lines)
+            results = await asyncio.gather(sup.term(p.id), sup.kill(p.id), sup.term(p.id))
+            assert results[0] == results[1] == results[2]
+            assert results[0].reason is ExitReason.KILLED
+            sup.dismiss(p.id)
+            assert sup.procs() == []
+
+    run(main())
+
+
+def test_restart_makes_a_new_proc_with_the_same_command(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            work = tmp_path / "work"
+            work.mkdir()
+            p = await sup.spawn(
+                ["sh", "-c", 'echo "$PWD $GREETING"'],
+                session="s",
+                agent="a",
+                tool="build",
+                cwd=work,
+                env={"GREETING": "hello"},
+            )
+            await sup.wait(p.id)
+            q = await sup.restart(p.id)
+            assert q.id == p.id + 1
+            assert (q.argv, q.session, q.agent, q.tool, q.cwd) == (
+                p.argv,
+                p.session,
+                p.agent,
+                p.tool,
+                p.cwd,
+            )
+            await sup.wait(q.id)
+            assert [ln.text for ln in sup.read(q.id).lines] == [f"{work} hello"]
+
+    run(main())
+
+
+def test_close_terminates_everything(run, tmp_path):
+    async def main():
+        sup = Supervisor(log_dir=tmp_path, graceful_timeout=0.3)
+        async with sup:
+            procs = [await sup.spawn(["sleep", "60"], session="s", agent=f"a{i}") for i in range(5)]
+            stubborn = await sup.spawn(
+                py(
+                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+                ),
+                session="s",
+                agent="x",
+            )
+            await until(lambda: sup.read(stubborn.id).lines)
+        assert sup.closed
+        for p in procs:
+            assert p.exit is not None
+            assert p.exit.reason is ExitReason.TERMINATED
+        assert stubborn.exit is not None
+        assert stubborn.exit.reason is ExitReason.ESCALATED
+
+    run(main())
+
+
+def test_term_all_is_concurrent_and_scoped(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
+            ignore = "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+            s1 = [await sup.spawn(py(ignore), session="s1", agent=f"a{i}") for i in range(4)]
+            s2 = await sup.spawn(["sleep", "60"], session="s2", agent="a")
+            await until(lambda: all(sup.read(p.id).lines for p in s1))
+            loop = asyncio.get_running_loop()
+            t0 = loop.time()
+            await sup.term_all(session="s1")
+            # four escalations in parallel take one graceful_timeout, not four
+            assert loop.time() - t0 < 0.5 * 4
+            assert all(p.exit and p.exit.reason is ExitReason.ESCALATED for p in s1)
+            assert s2.running
+            await sup.kill_all()
+            assert s2.exit is not None
+            assert s2.exit.reason is ExitReason.KILLED
+
+    run(main())

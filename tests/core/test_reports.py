@@ -1,0 +1,114 @@
+"""idx(), top(), stats(): what the window and ctl print."""
+
+from __future__ import annotations
+
+import os
+
+from procwindow import Supervisor
+
+from .helpers import py, until
+
+REFERENCE_IDX = (
+    "pid\tstatus\texit_code\ttool\tcmd\tstart_unix\truntime_sec\n"
+    "5\trunning\t-1\tshell\tmake test\t1723456789\t45.2\n"
+    "3\texited\t0\tweb_fetch\tfetch docs\t1723456700\t12.5\n"
+)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.wall = 0.0
+        self.mono = 0.0
+
+    def time(self) -> float:
+        return self.wall
+
+    def monotonic(self) -> float:
+        return self.mono
+
+
+def test_idx_matches_the_reference_byte_for_byte(run, tmp_path):
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name, body in (("make", "sleep 60"), ("fetch", "exit 0")):
+        script = bin_dir / name
+        script.write_text(f"#!/bin/sh\n{body}\n")
+        script.chmod(0o755)
+    env = {"PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    clock = FakeClock()
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path / "logs", clock=clock) as sup:
+            for _ in range(2):
+                p = await sup.spawn(["true"], session="s", agent="a")
+                await sup.wait(p.id)
+                sup.dismiss(p.id)
+            clock.wall, clock.mono = 1723456700.0, 1000.0
+            fetch = await sup.spawn(
+                ["fetch", "docs"], session="s", agent="a", tool="web_fetch", env=env
+            )
+            clock.mono = 1012.5
+            await sup.wait(fetch.id)
+            other = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(other.id)
+            sup.dismiss(other.id)
+            clock.wall, clock.mono = 1723456789.0, 2000.0
+            make = await sup.spawn(["make", "test"], session="s", agent="a", env=env)
+            clock.mono = 2045.2
+            assert make.id == 5
+            assert sup.idx() == REFERENCE_IDX
+            assert sup.idx(session="s", agent="a") == REFERENCE_IDX
+            assert sup.idx(session="other") == REFERENCE_IDX.splitlines(keepends=True)[0]
+            top = sup.top()
+            assert top.splitlines()[0].split() == [
+                "ID",
+                "PID",
+                "SCOPE",
+                "TOOL",
+                "STATUS",
+                "EXIT",
+                "RUNTIME",
+                "COMMAND",
+            ]
+            assert "45s" in top.splitlines()[1]
+            assert "make test" in top.splitlines()[1]
+            assert "0 exited" in top.splitlines()[2]
+
+    run(main())
+
+
+def test_idx_escapes_tabs_and_newlines_and_shows_signal_codes(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(["sh", "-c", "kill -9 $$", "a\tb\nc"], session="s", agent="a")
+            await sup.wait(p.id)
+            rows = sup.idx().splitlines()
+            assert len(rows) == 2
+            cols = rows[1].split("\t")
+            assert len(cols) == 7
+            assert cols[1:3] == ["exited", "137"]
+            assert "a\\tb\\nc" in cols[4]
+
+    run(main())
+
+
+def test_stats_cover_the_whole_tree(run, tmp_path):
+    tree = """
+        import subprocess, sys, time
+        kids = [subprocess.Popen([sys.executable, "-c", "b = bytearray(30_000_000); import time; time.sleep(60)"])
+                for _ in range(2)]
+        print("up", flush=True)
+        time.sleep(60)
+    """
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(tree), session="s", agent="a")
+            await until(lambda: sup.read(p.id).lines)
+            await until(lambda: sup.stats(p.id).rss > 60_000_000, what="children's memory counted")
+            st = sup.stats(p.id)
+            assert st.descendants == 2
+            assert st.threads >= 3
+            assert st.cpu_percent >= 0.0
+
+    run(main())

@@ -1,0 +1,31 @@
+"""Many children at once: no thread per child, few fds per child."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+from procwindow import ExitReason, Supervisor
+
+
+def _fd_count() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_500_concurrent_children_spawned_and_closed(run, tmp_path):
+    async def main():
+        fds0, threads0 = _fd_count(), threading.active_count()
+        sup = Supervisor(log_dir=tmp_path, graceful_timeout=2)
+        async with sup:
+            procs = [
+                await sup.spawn(["sleep", "60"], session="s", agent=f"a{i % 7}") for i in range(500)
+            ]
+            per_child = (_fd_count() - fds0 - 1) / 500  # -1: the supervisor's /dev/null
+            assert per_child <= 3, per_child
+            assert threading.active_count() == threads0
+            assert len({p.os_pid for p in procs}) == 500
+        assert all(p.exit is not None and p.exit.reason is ExitReason.TERMINATED for p in procs)
+        assert _fd_count() == fds0
+        assert threading.active_count() == threads0
+
+    run(main())

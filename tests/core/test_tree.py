@@ -1,0 +1,126 @@
+"""Process trees: grandchildren holding pipes, setsid escapees, orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+
+import psutil
+
+from procwindow import ExitReason, Supervisor
+
+from .helpers import alive, py, until
+
+# The child starts a grandchild that inherits stdout, prints its pid, and exits.
+GRANDCHILD_HOLDS_STDOUT = """
+    import subprocess, sys
+    g = subprocess.Popen([sys.executable, "-c",
+        "import time\\nfor i in range(600):\\n    print('tick', i, flush=True)\\n    time.sleep(0.1)"])
+    print("grandchild", g.pid, flush=True)
+"""
+
+SETSID_GRANDCHILD = """
+    import subprocess, sys
+    g = subprocess.Popen(["sleep", "600"], start_new_session=True, stdout=subprocess.DEVNULL)
+    h = subprocess.Popen(["sleep", "600"], stdout=subprocess.DEVNULL)
+    print("setsid", g.pid, flush=True)
+    print("plain", h.pid, flush=True)
+    {tail}
+"""
+
+
+def _pids(sup, proc_id, word):
+    return [int(ln.text.split()[1]) for ln in sup.read(proc_id).lines if ln.text.startswith(word)]
+
+
+def test_grandchild_holding_stdout_does_not_keep_proc_running(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(GRANDCHILD_HOLDS_STDOUT), session="s", agent="a")
+            info = await asyncio.wait_for(sup.wait(p.id), 5)  # promptly, pipe still open
+            assert info.reason is ExitReason.EXITED
+            assert p.output_open
+            (gpid,) = _pids(sup, p.id, "grandchild")
+            assert alive(gpid)
+            # its output still reaches the ring and the log after the exit
+            await until(
+                lambda: len([ln for ln in sup.read(p.id).lines if ln.text.startswith("tick")]) >= 3
+            )
+            assert b"tick 2\n" in Path(sup.log_path(p.id, "stdout")).read_bytes()
+            await sup.term(p.id)  # stops what the proc left behind
+            await until(lambda: not alive(gpid), what="grandchild killed by term")
+            await until(lambda: not p.output_open, what="pipe closed")
+
+    run(main())
+
+
+def test_dismiss_kills_grandchild_holding_stdout(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(GRANDCHILD_HOLDS_STDOUT), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: _pids(sup, p.id, "grandchild"))
+            (gpid,) = _pids(sup, p.id, "grandchild")
+            sup.dismiss(p.id)
+            await until(lambda: not alive(gpid), what="grandchild killed by dismiss")
+
+    run(main())
+
+
+def test_term_kills_setsid_grandchild(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=2) as sup:
+            p = await sup.spawn(
+                py(SETSID_GRANDCHILD.format(tail="import time; time.sleep(600)")),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: _pids(sup, p.id, "plain"))
+            tree = [_pids(sup, p.id, "setsid")[0], _pids(sup, p.id, "plain")[0]]
+            assert os.getpgid(tree[0]) != p.pgid  # it really left the group
+            info = await sup.term(p.id)
+            assert info.reason is ExitReason.TERMINATED
+            await until(lambda: not any(alive(pid) for pid in tree), what="tree gone")
+
+    run(main())
+
+
+def test_orphaned_setsid_grandchild_is_killed_after_leader_exit(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(SETSID_GRANDCHILD.format(tail="")), session="s", agent="a")
+            await sup.wait(p.id)
+            setsid_pid = _pids(sup, p.id, "setsid")[0]
+            plain_pid = _pids(sup, p.id, "plain")[0]
+            assert alive(setsid_pid)
+            assert alive(plain_pid)
+            await sup.term(p.id)
+            await until(lambda: not alive(setsid_pid) and not alive(plain_pid))
+        assert psutil.Process().children(recursive=True) == []
+
+    run(main())
+
+
+def test_double_forked_daemon_is_killed_on_close(run, tmp_path):
+    daemon = """
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                print("daemon", os.getpid(), flush=True)
+                time.sleep(600)
+            os._exit(0)
+        os.wait()
+    """
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(daemon), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: _pids(sup, p.id, "daemon"))
+            (dpid,) = _pids(sup, p.id, "daemon")
+            assert alive(dpid)
+        assert not alive(dpid)
+
+    run(main())
