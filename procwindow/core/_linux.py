@@ -12,7 +12,8 @@ from ._errors import UnsupportedPlatform
 __all__ = [
     "MARKER_VAR",
     "child_pids",
-    "find_marked",
+    "marker_needle",
+    "read_marker",
     "require_linux",
     "set_subreaper",
     "stat_fields",
@@ -75,24 +76,21 @@ def child_pids(ppid: int) -> list[int]:
     return out
 
 
-def find_marked(token: str) -> dict[int, list[int]]:
-    """Live processes carrying this supervisor's marker: {proc id: [pids]}."""
-    needle = f"{MARKER_VAR}={token}:".encode()
-    me = os.getpid()
-    found: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == me:
-            continue
-        try:
-            with open(f"/proc/{name}/environ", "rb") as f:
-                env = f.read()
-        except OSError:
-            continue
-        at = env.find(needle)
-        if at < 0 or (at > 0 and env[at - 1] != 0):
-            continue
-        end = env.find(b"\0", at)
-        value = env[at + len(needle) : end if end >= 0 else len(env)]
-        if value.isdigit():
-            found.setdefault(int(value), []).append(int(name))
-    return found
+def read_marker(pid: int, needle: bytes) -> int | None:
+    """The proc id in ``pid``'s marker if its environment holds ``needle``, else None."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as f:
+            env = f.read()
+    except OSError:
+        return None
+    at = env.find(needle)
+    if at < 0 or (at > 0 and env[at - 1] != 0):
+        return None
+    end = env.find(b"\0", at)
+    value = env[at + len(needle) : end if end >= 0 else len(env)]
+    return int(value) if value.isdigit() else None
+
+
+def marker_needle(token: str) -> bytes:
+    """What a supervisor's children carry in their environment, before the proc id."""
+    return f"{MARKER_VAR}={token}:".encode()

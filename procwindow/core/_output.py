@@ -93,18 +93,24 @@ class OutputStore:
 
     # -- capture -------------------------------------------------------------
 
-    def feed(self, stream: Stream, chunk: bytes) -> tuple[int, int] | None:
-        """Take one read's bytes; return the (first, last) seq of lines it completed."""
-        self.total_bytes += len(chunk)
+    def feed(self, stream: Stream, buf: bytearray, size: int) -> tuple[int, int] | None:
+        """Take one read (``buf[:size]``); return the (first, last) seq of lines it completed.
+
+        ``buf`` is the caller's reusable read buffer: what is kept is copied out
+        of it exactly once.
+        """
+        self.total_bytes += size
         pending = self._pending[stream]
         first = self._last_seq + 1
-        end = chunk.rfind(b"\n")
+        view = memoryview(buf)
+        end = buf.rfind(b"\n", 0, size)
         if end >= 0:
-            whole = pending.data + chunk[:end] if pending.data else chunk[:end]
-            pending.data = chunk[end + 1 :]
+            whole = b"".join((pending.data, view[:end])) if pending.data else bytes(view[:end])
+            pending.data = bytes(view[end + 1 : size])
             self._add_whole(stream, whole)
         else:
-            pending.data += chunk
+            pending.data = b"".join((pending.data, view[:size]))
+        view.release()
         if len(pending.data) > LINE_MAX:
             self._shorten(stream, pending)
         return (first, self._last_seq) if self._last_seq >= first else None
@@ -164,6 +170,7 @@ class OutputStore:
             self._head += 1
             self._lines -= front.count
             self._bytes -= len(front.data)
+            front.data = b""  # free it now; the list is compacted in bulk below
         if self._head > 64 and self._head * 2 > len(blocks):
             del blocks[: self._head]
             self._head = 0
@@ -272,7 +279,7 @@ class LogFile:
         except OSError as exc:
             self.error = f"{self.path}: {exc.strerror or exc}"
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes | memoryview) -> None:
         """Append ``data``; on failure record the error and stop logging."""
         if not self._opened:
             self._open()

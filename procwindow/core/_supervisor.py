@@ -67,6 +67,8 @@ SWEEP_INTERVAL = 1.0
 BIG_PIPE = 1024 * 1024
 #: How long a /proc snapshot is reused by signals sent in the same burst.
 _SNAPSHOT_TTL = 0.1
+#: Delay of the sweep that follows an exit or a dismiss (coalesces bursts).
+_SWEEP_SOON = 0.1
 #: Poll interval while waiting for a proc's leftover descendants to die.
 _TREE_POLL = 0.02
 
@@ -112,8 +114,12 @@ class _Snapshot:
         return out
 
 
-def _take_snapshot(token: str) -> _Snapshot:
+def _take_snapshot(needle: bytes, markers: dict[int, tuple[int, int | None]]) -> _Snapshot:
+    """One pass over /proc. ``markers`` caches {pid: (start time, proc id or None)}
+    across passes: a process's marker is read once, not on every pass."""
     snap = _Snapshot(time.monotonic())
+    me = os.getpid()
+    seen: dict[int, tuple[int, int | None]] = {}
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
@@ -124,7 +130,14 @@ def _take_snapshot(token: str) -> _Snapshot:
         state, ppid, pgrp, start = fields
         snap.info[pid] = (state, pgrp, start)
         snap.children.setdefault(ppid, []).append(pid)
-    snap.marked = _linux.find_marked(token)
+        known = markers.get(pid)
+        if known is None or known[0] != start:
+            known = (start, None if pid == me else _linux.read_marker(pid, needle))
+        seen[pid] = known
+        if known[1] is not None and state not in ("Z", "X"):
+            snap.marked.setdefault(known[1], []).append(pid)
+    markers.clear()
+    markers.update(seen)
     return snap
 
 
@@ -271,6 +284,10 @@ class Supervisor:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._devnull: int | None = None
         self._snapshot: _Snapshot | None = None
+        self._needle = _linux.marker_needle(self._token)
+        self._read_buf = bytearray(BIG_PIPE)
+        self._read_view = memoryview(self._read_buf)
+        self._markers: dict[int, tuple[int, int | None]] = {}
         self._adopted: dict[int, int] = {}  # orphaned descendant pid -> its start time
         self._sweep_handle: asyncio.Handle | None = None
         self._sweep_due = 0.0
@@ -482,25 +499,27 @@ class Supervisor:
         fd = p._stream_fds[stream]
         size = p._read_size[stream]
         try:
-            data = os.read(fd, size)
+            n = os.readv(fd, [self._read_view[:size]])
         except BlockingIOError:
             return
         except OSError:
-            data = b""
-        if not data:
+            n = 0
+        if not n:
             self._end_stream(p, stream)
             return
-        self._ingest(p, stream, data)
-        if len(data) == size and size < BIG_PIPE:
+        self._ingest(p, stream, n)
+        if n == size and size < BIG_PIPE:
             # The pipe was full: the child writes faster than we wake up.
             # A bigger pipe means fewer, larger reads (DESIGN.md: ~3× throughput).
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, BIG_PIPE)
                 p._read_size[stream] = BIG_PIPE
 
-    def _ingest(self, p: Proc, stream: Stream, data: bytes) -> None:
-        p._logs[stream].write(data)
-        seqs = p._store.feed(stream, data)
+    def _ingest(self, p: Proc, stream: Stream, n: int) -> None:
+        # One shared read buffer: reads never allocate, and the ring copies out
+        # only what it keeps (a fresh 1 MiB bytes per read fragments the heap).
+        p._logs[stream].write(self._read_view[:n])
+        seqs = p._store.feed(stream, self._read_buf, n)
         if seqs is not None and self._subs:
             self._note_output(p, stream, seqs)
 
@@ -509,15 +528,15 @@ class Supervisor:
         fd = p._stream_fds.get(stream)
         while fd is not None and stream in p._open_streams:
             try:
-                data = os.read(fd, BIG_PIPE)
+                n = os.readv(fd, [self._read_view])
             except BlockingIOError:
                 return
             except OSError:
-                data = b""
-            if not data:
+                n = 0
+            if not n:
                 self._end_stream(p, stream)
                 return
-            self._ingest(p, stream, data)
+            self._ingest(p, stream, n)
 
     def _end_stream(self, p: Proc, stream: Stream) -> None:
         if stream not in p._open_streams:
@@ -607,8 +626,8 @@ class Supervisor:
             cmd=p.cmd,
             at=p._ended_at,
         )
-        # Its orphans were just re-parented to us: adopt them while they live.
-        self._schedule_sweep(0.0)
+        # Its orphans were just re-parented to us: adopt them soon, while they live.
+        self._schedule_sweep(_SWEEP_SOON)
 
     # -- queries -------------------------------------------------------------
 
@@ -747,7 +766,13 @@ class Supervisor:
         p = self.get(proc_id)
         if p._exit is None:
             raise ProcRunning(proc_id)
-        self._kill_leftovers(p)
+        if p._open_streams:
+            # Someone still holds its pipes: find and kill them now.
+            self._kill_leftovers(p)
+        else:
+            # Leftovers that let go of the pipes (daemons) are found by the next
+            # sweep, which kills whatever carries the marker of a dismissed proc.
+            self._schedule_sweep(_SWEEP_SOON)
         self._close_streams(p)
         if not keep_logs:
             for stream in Stream:
@@ -808,7 +833,7 @@ class Supervisor:
     def _snap(self, fresh: bool = False) -> _Snapshot:
         snap = self._snapshot
         if fresh or snap is None or time.monotonic() - snap.taken > _SNAPSHOT_TTL:
-            snap = self._snapshot = _take_snapshot(self._token)
+            snap = self._snapshot = _take_snapshot(self._needle, self._markers)
         return snap
 
     def _tree(self, p: Proc, fresh: bool = False) -> dict[int, int]:
@@ -860,7 +885,7 @@ class Supervisor:
     # -- orphans ---------------------------------------------------------------
 
     def _schedule_sweep(self, delay: float) -> None:
-        if not self._is_subreaper or self._loop is None or self._closed:
+        if self._loop is None or self._closed:
             return
         due = self._loop.time() + delay
         if self._sweep_handle is not None:
@@ -871,7 +896,8 @@ class Supervisor:
         self._sweep_handle = self._loop.call_later(delay, self._sweep)
 
     def _sweep(self) -> None:
-        """Adopt orphaned descendants (re-parented to us as subreaper) and reap dead ones.
+        """Kill what dismissed procs left behind; adopt orphaned descendants
+        (re-parented to us as subreaper) and reap the dead ones.
 
         Never ``waitpid(-1)``: that would steal statuses of children the host
         started. Only pids known to be ours are reaped, each by its own pid.
@@ -887,6 +913,19 @@ class Supervisor:
     def _sweep_once(self) -> None:
         me = os.getpid()
         snap = self._snap(fresh=True)
+        for proc_id, pids in snap.marked.items():
+            if proc_id in self._procs:
+                continue
+            for pid in pids:  # a leftover of a dismissed proc
+                start = snap.info[pid][2]
+                now = _linux.stat_fields(pid)
+                if now is not None and now[3] == start:
+                    with contextlib.suppress(ProcessLookupError, PermissionError):
+                        os.kill(pid, signal.SIGKILL)
+                    self._adopted.setdefault(pid, start)
+        if not self._is_subreaper:
+            self._adopted.clear()  # init reaps them
+            return
         leaders = {p.os_pid for p in self._procs.values() if p._pidfd is not None}
         ours = {pid for pids in snap.marked.values() for pid in pids}
         pgids = {p.pgid for p in self._procs.values()}

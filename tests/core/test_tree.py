@@ -124,3 +124,32 @@ def test_double_forked_daemon_is_killed_on_close(run, tmp_path):
         assert not alive(dpid)
 
     run(main())
+
+
+def test_dismiss_kills_a_daemon_that_let_go_of_the_pipes(run, tmp_path):
+    daemon = """
+        import os, sys, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                print("daemon", os.getpid(), flush=True)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(devnull, fd)
+                time.sleep(600)
+            os._exit(0)
+        os.wait()
+        time.sleep(0.2)
+    """
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(daemon), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            (dpid,) = _pids(sup, p.id, "daemon")
+            assert alive(dpid)
+            sup.dismiss(p.id)
+            await until(lambda: not alive(dpid), what="daemon killed after dismiss")
+
+    run(main())
