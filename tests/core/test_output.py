@@ -293,3 +293,22 @@ def test_child_stdin_is_devnull(run, tmp_path):
             assert _texts(sup.read(p.id)) == ["''"]
 
     run(main())
+
+
+def test_log_file_removed_while_running_is_reported(run, tmp_path):
+    async def main():
+        logs = tmp_path / "logs"
+        async with Supervisor(log_dir=logs) as sup:
+            p = await sup.spawn(
+                py("import time\nfor i in range(40):\n    print(i, flush=True)\n    time.sleep(0.05)"),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(p.id).lines)
+            Path(sup.log_path(p.id)).unlink()
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            assert [ln.text for ln in sup.read(p.id).lines] == [str(i) for i in range(40)]
+            assert p.log_error is not None and "removed" in p.log_error
+
+    run(main())

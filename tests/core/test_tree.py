@@ -153,3 +153,26 @@ def test_dismiss_kills_a_daemon_that_let_go_of_the_pipes(run, tmp_path):
             await until(lambda: not alive(dpid), what="daemon killed after dismiss")
 
     run(main())
+
+
+def test_reaping_orphans_never_steals_a_host_childs_status(run, tmp_path):
+    """The host's own children keep their exit statuses while orphans are reaped."""
+    orphan_maker = """
+        import subprocess, sys
+        for _ in range(3):
+            subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.3)"], start_new_session=True)
+    """
+
+    async def main():
+        import subprocess
+
+        async with Supervisor(log_dir=tmp_path) as sup:
+            host_children = [subprocess.Popen(["sh", "-c", f"sleep 0.5; exit {c}"]) for c in (3, 4)]
+            p = await sup.spawn(py(orphan_maker), session="s", agent="a")
+            await sup.wait(p.id)
+            # orphans die at ~0.3 s and are reaped by sweeps; host children exit at 0.5 s
+            await asyncio.sleep(2.5)
+            assert [c.wait(timeout=5) for c in host_children] == [3, 4]
+            assert not [c for c in psutil.Process().children() if c.status() == psutil.STATUS_ZOMBIE]
+
+    run(main())
