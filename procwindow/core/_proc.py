@@ -42,6 +42,7 @@ class Proc:
         "_ended_mono",
         "_env",
         "_escalated",
+        "_graceful_timeout",
         "_exit",
         "_exit_fut",
         "_id",
@@ -83,6 +84,7 @@ class Proc:
         started_at: float,
         started_mono: float,
         exit_fut: asyncio.Future[ExitInfo],
+        graceful_timeout: float | None = None,
     ) -> None:
         self._id = proc_id
         self._argv = argv
@@ -110,6 +112,7 @@ class Proc:
         self._signalled = False  # term/interrupt/signal was sent by us
         self._kill_requested = False
         self._escalated = False
+        self._graceful_timeout = graceful_timeout
         self._out_pending: dict[Stream, list[int]] = {}
         self._ps_cache: dict[int, psutil.Process] = {}
 
@@ -164,6 +167,11 @@ class Proc:
     def env(self) -> dict[str, str | None] | None:
         """The environment overrides it was started with (a copy)."""
         return dict(self._env) if self._env is not None else None
+
+    @property
+    def graceful_timeout(self) -> float | None:
+        """This proc's seconds between SIGTERM and SIGKILL (None: the supervisor's)."""
+        return self._graceful_timeout
 
     # -- life ----------------------------------------------------------------
 

@@ -397,13 +397,16 @@ class Supervisor:
         tool: str = "shell",
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str | None] | None = None,
+        graceful_timeout: float | None = None,
     ) -> Proc:
         """Start ``argv`` for scope ``(session, agent)``; return its Proc.
 
         No shell is involved: metacharacters reach the child literally. ``env``
         adds to or overrides the inherited environment (a value of None removes
-        a variable). Raises CommandNotFound, NotExecutable, CwdMissing,
-        InvalidArgv, InvalidScope or SpawnFailed, and then leaves nothing behind.
+        a variable). ``graceful_timeout`` overrides the supervisor's for this proc.
+
+        Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
+        InvalidScope or SpawnFailed, and then leaves nothing behind.
         """
         loop = self._bind_loop()
         if self._closing or self._closed:
@@ -415,6 +418,8 @@ class Supervisor:
             raise InvalidArgv(f"tool must be a non-empty single-line string, got {tool!r}")
         cwd_s = _check_cwd(cwd)
         overrides = _check_env(env)
+        if graceful_timeout is not None and not graceful_timeout >= 0:
+            raise ValueError(f"graceful_timeout must be ≥ 0, got {graceful_timeout!r}")
         proc_id = self._next_id
         child_env = dict(os.environ)
         for key, value in (overrides or {}).items():
@@ -467,6 +472,7 @@ class Supervisor:
             started_at=now_wall,
             started_mono=now_mono,
             exit_fut=loop.create_future(),
+            graceful_timeout=graceful_timeout,
         )
         self._procs[proc_id] = p
         for stream, fd in stream_fds.items():
@@ -481,7 +487,13 @@ class Supervisor:
         """Start the same argv, scope, tool, cwd and env again, as a new proc (new id)."""
         p = self.get(proc_id)
         return await self.spawn(
-            p.argv, session=p.session, agent=p.agent, tool=p.tool, cwd=p.cwd, env=p.env
+            p.argv,
+            session=p.session,
+            agent=p.agent,
+            tool=p.tool,
+            cwd=p.cwd,
+            env=p.env,
+            graceful_timeout=p.graceful_timeout,
         )
 
     def _ensure_log_dir(self) -> None:
@@ -795,9 +807,10 @@ class Supervisor:
         p._signalled = True
         self._signal_tree(p, signal.SIGTERM)
         self._signal_tree(p, signal.SIGCONT)
-        deadline = time.monotonic() + self.graceful_timeout
+        grace = self._grace(p)
+        deadline = time.monotonic() + grace
         try:
-            await asyncio.wait_for(asyncio.shield(p._exit_fut), self.graceful_timeout)
+            await asyncio.wait_for(asyncio.shield(p._exit_fut), grace)
         except TimeoutError:
             if p._exit is None:
                 p._escalated = True
@@ -806,6 +819,9 @@ class Supervisor:
         await self._stop_leftovers(p, deadline=deadline, already_termed=True)
         assert p._exit is not None
         return p._exit
+
+    def _grace(self, p: Proc) -> float:
+        return self.graceful_timeout if p.graceful_timeout is None else p.graceful_timeout
 
     async def _stop_leftovers(
         self, p: Proc, deadline: float | None = None, already_termed: bool = False
@@ -817,7 +833,7 @@ class Supervisor:
             self._signal_tree(p, signal.SIGTERM)
             self._signal_tree(p, signal.SIGCONT)
         if deadline is None:
-            deadline = time.monotonic() + self.graceful_timeout
+            deadline = time.monotonic() + self._grace(p)
         # Nothing signals "a non-child pid died": poll /proc.
         while self._tree(p) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(_TREE_POLL)

@@ -251,3 +251,27 @@ def test_term_all_is_concurrent_and_scoped(run, tmp_path):
             assert s2.exit.reason is ExitReason.KILLED
 
     run(main())
+
+
+def test_per_proc_graceful_timeout(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=30) as sup:
+            p = await sup.spawn(
+                py(
+                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+                ),
+                session="s",
+                agent="a",
+                graceful_timeout=0.2,
+            )
+            assert p.graceful_timeout == 0.2
+            await until(lambda: sup.read(p.id).lines)
+            info = await asyncio.wait_for(sup.term(p.id), 5)
+            assert info.reason is ExitReason.ESCALATED
+            q = await sup.restart(p.id)
+            assert q.graceful_timeout == 0.2
+            await sup.kill(q.id)
+            with pytest.raises(ValueError, match="graceful_timeout"):
+                await sup.spawn(["true"], session="s", agent="a", graceful_timeout=-1)
+
+    run(main())

@@ -300,7 +300,9 @@ def test_log_file_removed_while_running_is_reported(run, tmp_path):
         logs = tmp_path / "logs"
         async with Supervisor(log_dir=logs) as sup:
             p = await sup.spawn(
-                py("import time\nfor i in range(40):\n    print(i, flush=True)\n    time.sleep(0.05)"),
+                py(
+                    "import time\nfor i in range(40):\n    print(i, flush=True)\n    time.sleep(0.05)"
+                ),
                 session="s",
                 agent="a",
             )

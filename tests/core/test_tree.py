@@ -173,6 +173,8 @@ def test_reaping_orphans_never_steals_a_host_childs_status(run, tmp_path):
             # orphans die at ~0.3 s and are reaped by sweeps; host children exit at 0.5 s
             await asyncio.sleep(2.5)
             assert [c.wait(timeout=5) for c in host_children] == [3, 4]
-            assert not [c for c in psutil.Process().children() if c.status() == psutil.STATUS_ZOMBIE]
+            assert not [
+                c for c in psutil.Process().children() if c.status() == psutil.STATUS_ZOMBIE
+            ]
 
     run(main())
