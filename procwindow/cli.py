@@ -31,7 +31,44 @@ class Subcommand:
     run: Callable[[argparse.Namespace], int]
 
 
-SUBCOMMANDS: tuple[Subcommand, ...] = ()
+def _ctl_configure(parser: argparse.ArgumentParser) -> None:
+    from procwindow.control import ctl
+
+    ctl.configure(parser)
+
+
+def _ctl_run(args: argparse.Namespace) -> int:
+    from procwindow.control import ctl
+
+    return ctl.run(args)
+
+
+def _serve_configure(parser: argparse.ArgumentParser) -> None:
+    from procwindow.control import serve
+
+    serve.configure(parser)
+
+
+def _serve_run(args: argparse.Namespace) -> int:
+    from procwindow.control import serve
+
+    return serve.run(args)
+
+
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "ctl",
+        "control a running procwindow: top, idx, out, term, kill, run, events …",
+        _ctl_configure,
+        _ctl_run,
+    ),
+    Subcommand(
+        "serve",
+        "run the supervisor and its control socket headless (optionally a workspace FILE)",
+        _serve_configure,
+        _serve_run,
+    ),
+)
 
 
 def run_window(args: argparse.Namespace) -> int:

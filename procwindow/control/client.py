@@ -1,0 +1,110 @@
+"""A blocking client for the control socket (what ``procwindow ctl`` uses)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from typing import Any
+
+from ..core import ProcwindowError
+from ._protocol import PROTOCOL_VERSION, encode
+
+__all__ = ["CannotConnect", "Client", "ServerError"]
+
+
+class CannotConnect(ProcwindowError):
+    """No server answers at the socket path."""
+
+    def __init__(self, path: str, why: str) -> None:
+        super().__init__(
+            f"cannot connect to {path}: {why} "
+            "(is 'procwindow serve' or the procwindow window running?)"
+        )
+        self.path = path
+
+
+class ServerError(ProcwindowError):
+    """The server refused a request; ``type`` is the server-side error's name."""
+
+    def __init__(self, type_: str, message: str, code: str | None = None) -> None:
+        super().__init__(f"{type_}: {message}")
+        self.type = type_
+        self.message = message
+        self.code = code
+
+
+class Client:
+    """One connection to a control server.
+
+    >>> with Client(path) as c:  # doctest: +SKIP
+    ...     print(c.call("idx")["text"])
+    """
+
+    def __init__(self, path: str, timeout: float | None = 30.0) -> None:
+        self.path = path
+        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock.settimeout(timeout)
+        try:
+            self._sock.connect(path)
+        except OSError as exc:
+            self._sock.close()
+            raise CannotConnect(path, exc.strerror or str(exc)) from None
+        self._file = self._sock.makefile("rb")
+        self._next_id = 1
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._file.close()
+        self._sock.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _send(self, op: str, fields: dict[str, Any]) -> int:
+        req_id = self._next_id
+        self._next_id += 1
+        body = {"v": PROTOCOL_VERSION, "op": op, "id": req_id}
+        body.update({k: v for k, v in fields.items() if v is not None})
+        self._sock.sendall(encode(body))
+        return req_id
+
+    def _receive(self) -> dict[str, Any]:
+        line = self._file.readline()
+        if not line:
+            raise ServerError("ConnectionClosed", "the server closed the connection")
+        message: dict[str, Any] = json.loads(line)
+        return message
+
+    def call(self, op: str, **fields: Any) -> Any:
+        """Send one request and return its result; ServerError if it failed."""
+        self._send(op, fields)
+        return _result(self._receive())
+
+    def stream(self, op: str, **fields: Any) -> Iterator[dict[str, Any]]:
+        """Send a streaming request; yield each message until its final result.
+
+        The final result is yielded too, as ``{"result": ...}``.
+        """
+        self._send(op, fields)
+        while True:
+            message = self._receive()
+            if "ok" in message:
+                result = _result(message)
+                yield {"result": result}
+                if op != "events":
+                    return
+                continue
+            yield message
+
+
+def _result(message: dict[str, Any]) -> Any:
+    if message.get("ok"):
+        return message.get("result")
+    error = message.get("error") or {}
+    raise ServerError(
+        str(error.get("type", "Error")), str(error.get("message", "")), error.get("code")
+    )
