@@ -37,6 +37,7 @@ class Proc:
         "__weakref__",
         "_agent",
         "_argv",
+        "_cmd",
         "_cwd",
         "_ended_at",
         "_ended_mono",
@@ -88,6 +89,7 @@ class Proc:
     ) -> None:
         self._id = proc_id
         self._argv = argv
+        self._cmd = format_cmd(argv)
         self._session = session
         self._agent = agent
         self._tool = tool
@@ -140,8 +142,8 @@ class Proc:
 
     @property
     def cmd(self) -> str:
-        """The command as one shell-quoted line."""
-        return format_cmd(self._argv)
+        """The command as one shell-quoted line (tabs and newlines escaped)."""
+        return self._cmd
 
     @property
     def session(self) -> str:
