@@ -35,6 +35,7 @@ from ._errors import (
 )
 from ._output import LogFile, OutputStore, prepare_log_dir
 from ._proc import Proc
+from ._statefile import StateFile, recover_leftovers
 from ._topics import Pattern, check_scope_name, topic_for
 from ._types import (
     Event,
@@ -46,6 +47,7 @@ from ._types import (
     ReadBatch,
     Stream,
 )
+from ._watchdog import Watchdog
 
 __all__ = ["Clock", "Subscription", "Supervisor"]
 
@@ -246,6 +248,10 @@ class Supervisor:
     removes that directory on close; a given ``log_dir`` is kept.
     ``subreaper=True`` makes this process the reaper of orphaned descendants
     (``PR_SET_CHILD_SUBREAPER``), so a ``setsid`` grandchild cannot escape.
+    ``watchdog=True`` starts, with the first child, a small process that kills
+    every child and descendant if this process dies without closing the
+    supervisor (SIGKILL, a crash); a state file under ``$XDG_STATE_HOME``
+    lets the next supervisor finish the job if the watchdog died too.
     """
 
     def __init__(
@@ -256,6 +262,7 @@ class Supervisor:
         *,
         ring_bytes: int = DEFAULT_RING_BYTES,
         subreaper: bool = True,
+        watchdog: bool = True,
         clock: Clock | None = None,
     ) -> None:
         _linux.require_linux()
@@ -277,6 +284,8 @@ class Supervisor:
             self._own_log_dir = False
         self._log_dir_ready = False
         self._want_subreaper = subreaper
+        self._watchdog = Watchdog(self._token) if watchdog else None
+        self._statefile = StateFile(self._token)
         self._is_subreaper = False
         self._procs: dict[int, Proc] = {}
         self._next_id = 1
@@ -317,6 +326,8 @@ class Supervisor:
             if self._closed:
                 raise ProcwindowError("this supervisor is closed")
             self._loop = loop
+            # Children of a supervisor that died with its watchdog: stop them now.
+            recover_leftovers()
             self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
             if self._want_subreaper:
                 global _subreaper_users
@@ -365,6 +376,9 @@ class Supervisor:
             if self._devnull is not None:
                 os.close(self._devnull)
                 self._devnull = None
+            if self._watchdog is not None:
+                self._watchdog.close()
+            self._statefile.close()
             if self._is_subreaper:
                 global _subreaper_users
                 _subreaper_users -= 1
@@ -454,6 +468,11 @@ class Supervisor:
             os.close(err_r)
             raise SpawnFailed(exc.errno, f"pidfd_open: {exc.strerror}") from exc
         self._next_id += 1
+        start_time = _linux.stat_fields(popen.pid)
+        if start_time is not None:
+            if self._watchdog is not None:
+                self._watchdog.started(popen.pid, start_time[3])
+            self._statefile.started(popen.pid, start_time[3])
         now_wall, now_mono = self._clock.time(), self._clock.monotonic()
         stream_fds = {Stream.STDOUT: out_r, Stream.STDERR: err_r}
         p = Proc(
@@ -608,6 +627,9 @@ class Supervisor:
         self._loop.remove_reader(pidfd)
         os.close(pidfd)
         p._pidfd = None
+        if self._watchdog is not None:
+            self._watchdog.reaped(p.os_pid)
+        self._statefile.reaped(p.os_pid)
         if res is None:
             log.warning("proc %d: its exit status was reaped by someone else", p.id)
             code, sig = 255, None

@@ -311,6 +311,7 @@ def test_log_file_removed_while_running_is_reported(run, tmp_path):
             await sup.wait(p.id)
             await until(lambda: not p.output_open)
             assert [ln.text for ln in sup.read(p.id).lines] == [str(i) for i in range(40)]
-            assert p.log_error is not None and "removed" in p.log_error
+            assert p.log_error is not None
+            assert "removed" in p.log_error
 
     run(main())
