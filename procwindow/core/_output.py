@@ -77,12 +77,26 @@ class OutputStore:
 
     Bounded by ``max_lines`` (exactly, as seen by readers) and ``max_bytes``
     (whole blocks fall off the front). What falls off stays in the log file.
+
+    Lines end at ``\n`` (a ``\r`` before it is dropped). A bare ``\r`` starts
+    the line over, as on a terminal, so a progress bar keeps its last state.
+    A line that grows past ``line_max`` bytes is cut into pieces marked
+    ``split``; cuts fall on character boundaries. Where the reads happen to
+    be cut never changes the lines (the fuzz tests hold it to a byte-by-byte
+    model of these rules).
     """
 
-    def __init__(self, max_lines: int, max_bytes: int, clock: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        max_lines: int,
+        max_bytes: int,
+        clock: Callable[[], float],
+        line_max: int = LINE_MAX,
+    ) -> None:
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._clock = clock
+        self._line_max = line_max
         self._blocks: list[_Block] = []
         self._head = 0  # index of the first live block in _blocks
         self._bytes = 0
@@ -93,11 +107,11 @@ class OutputStore:
 
     # -- capture -------------------------------------------------------------
 
-    def feed(self, stream: Stream, buf: bytearray, size: int) -> tuple[int, int] | None:
+    def feed(self, stream: Stream, buf: bytes | bytearray, size: int) -> tuple[int, int] | None:
         """Take one read (``buf[:size]``); return the (first, last) seq of lines it completed.
 
-        ``buf`` is the caller's reusable read buffer: what is kept is copied out
-        of it exactly once.
+        ``buf`` may be the caller's reusable read buffer: what is kept is copied
+        out of it exactly once.
         """
         self.total_bytes += size
         pending = self._pending[stream]
@@ -111,8 +125,8 @@ class OutputStore:
         else:
             pending.data = b"".join((pending.data, view[:size]))
         view.release()
-        if len(pending.data) > LINE_MAX:
-            self._shorten(stream, pending)
+        if len(pending.data) > self._line_max:
+            self._overflow(stream, pending)
         return (first, self._last_seq) if self._last_seq >= first else None
 
     def flush(self, stream: Stream) -> tuple[int, int] | None:
@@ -120,36 +134,43 @@ class OutputStore:
         pending = self._pending[stream]
         if not pending.data:
             return None
+        first = self._last_seq + 1
         data, pending.data = pending.data, b""
         self._add_whole(stream, data)
-        return (self._last_seq, self._last_seq)
+        return (first, self._last_seq)
 
     def _add_whole(self, stream: Stream, data: bytes) -> None:
-        # Keep the invariant "every stored line ≤ LINE_MAX". The precise per-line
-        # scan runs only when a cheap probe finds a newline-free stretch.
-        if len(data) > LINE_MAX and _may_hold_long_line(data) and _longest_line(data) > LINE_MAX:
-            lines = data.split(b"\n")
-            for line in lines:
-                while len(line) > LINE_MAX:
-                    cut = _utf8_cut(line, LINE_MAX)
-                    self._append(stream, line[:cut], 1, split=True)
-                    line = line[cut:]
-                self._append(stream, line, 1, split=False)
+        """Store complete lines (joined by \n, without the last one's \n)."""
+        limit = self._line_max
+        # The per-line path runs only when a cheap probe finds a stretch long
+        # enough to hold an over-long line; almost all reads take one append.
+        if not (len(data) > limit and _may_hold_long_line(data, limit)):
+            self._append(stream, data, data.count(b"\n") + 1, split=False)
             return
-        self._append(stream, data, data.count(b"\n") + 1, split=False)
+        short: list[bytes] = []
+        for line in data.split(b"\n"):
+            if len(line) <= limit:
+                short.append(line)
+                continue
+            if short:
+                self._append(stream, b"\n".join(short), len(short), split=False)
+                short = []
+            pieces, rest = _redraw(b"", line.removesuffix(b"\r"), limit)
+            for piece in pieces:
+                self._append(stream, piece, 1, split=True)
+            self._append(stream, rest, 1, split=False)
+        if short:
+            self._append(stream, b"\n".join(short), len(short), split=False)
 
-    def _shorten(self, stream: Stream, pending: _Pending) -> None:
+    def _overflow(self, stream: Stream, pending: _Pending) -> None:
+        """The unterminated line outgrew ``line_max``: apply its redraws and cut pieces."""
         data = pending.data
-        # A redrawn progress line only keeps its last state; keep a trailing "\r",
-        # it may be the first half of "\r\n".
-        cr = data.rfind(b"\r", 0, len(data) - 1)
-        if cr >= 0:
-            data = data[cr + 1 :]
-        while len(data) > LINE_MAX:
-            cut = _utf8_cut(data, LINE_MAX)
-            self._append(stream, data[:cut], 1, split=True)
-            data = data[cut:]
-        pending.data = data
+        # A trailing "\r" may be the first half of "\r\n": keep it undecided.
+        keep_cr = data.endswith(b"\r")
+        pieces, rest = _redraw(b"", data[:-1] if keep_cr else data, self._line_max)
+        for piece in pieces:
+            self._append(stream, piece, 1, split=True)
+        pending.data = rest + b"\r" if keep_cr else rest
 
     def _append(self, stream: Stream, data: bytes, count: int, *, split: bool) -> None:
         block = _Block(self._last_seq + 1, count, stream, self._clock(), data, split)
@@ -230,25 +251,27 @@ class OutputStore:
 _FIRST = attrgetter("first")
 
 
-def _may_hold_long_line(data: bytes) -> bool:
-    # A line longer than LINE_MAX covers at least one whole aligned window of
-    # LINE_MAX // 2 bytes, so if every such window holds a newline there is none.
-    half = LINE_MAX // 2
+def _redraw(current: bytes, data: bytes, limit: int) -> tuple[list[bytes], bytes]:
+    """Run ``data`` (no \n) after ``current``: each \r starts the line over, and a
+    line longer than ``limit`` gives up a piece. Returns (pieces, what remains)."""
+    pieces: list[bytes] = []
+    for i, segment in enumerate(data.split(b"\r")):
+        current = segment if i else current + segment
+        while len(current) > limit:
+            cut = _utf8_cut(current, limit)
+            pieces.append(current[:cut])
+            current = current[cut:]
+    return pieces, current
+
+
+def _may_hold_long_line(data: bytes, limit: int) -> bool:
+    # A line longer than ``limit`` covers at least one whole aligned window of
+    # limit // 2 bytes, so if every such window holds a newline there is none.
+    half = max(1, limit // 2)
     for start in range(0, len(data) - half + 1, half):
         if data.find(b"\n", start, start + half) < 0:
             return True
     return False
-
-
-def _longest_line(data: bytes) -> int:
-    longest = 0
-    start = 0
-    while True:
-        end = data.find(b"\n", start)
-        if end < 0:
-            return max(longest, len(data) - start)
-        longest = max(longest, end - start)
-        start = end + 1
 
 
 class LogFile:

@@ -1,0 +1,155 @@
+"""Property tests: chunking never changes lines; patterns agree with a reference."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from procwindow.core import InvalidPattern, Pattern, Stream
+from procwindow.core._output import OutputStore
+
+LIMIT = 12  # a small line cap, so that splitting is exercised constantly
+
+# Bytes that matter to the rules, plus multibyte characters and invalid UTF-8.
+ATOMS = [
+    b"a",
+    b"b",
+    b" ",
+    b"\n",
+    b"\r",
+    b"\r\n",
+    "é".encode(),
+    "€".encode(),
+    "😀".encode(),
+    b"\xff",
+    b"\xe2\x82",
+    b"\x80",
+]
+streams = st.lists(st.sampled_from(ATOMS), max_size=120).map(b"".join)
+
+
+def utf8_cut(data: bytes, limit: int) -> int:
+    cut = limit
+    for _ in range(3):
+        if cut <= 0 or (data[cut] & 0xC0) != 0x80:
+            break
+        cut -= 1
+    return cut if cut > 0 else limit
+
+
+def reference(data: bytes, limit: int) -> list[tuple[str, bool]]:
+    """The rules, one byte at a time, as a terminal would take them."""
+    out: list[tuple[str, bool]] = []
+    cur = bytearray()
+    pending_cr = False
+    for byte in data:
+        if byte == 0x0A:
+            out.append((cur.decode("utf-8", "replace"), False))
+            cur.clear()
+            pending_cr = False
+            continue
+        if pending_cr:  # a \r not followed by \n starts the line over
+            cur.clear()
+            pending_cr = False
+        if byte == 0x0D:
+            pending_cr = True
+            continue
+        cur.append(byte)
+        if len(cur) > limit:
+            cut = utf8_cut(bytes(cur), limit)
+            out.append((bytes(cur[:cut]).decode("utf-8", "replace"), True))
+            del cur[:cut]
+    if cur or pending_cr:
+        out.append((cur.decode("utf-8", "replace"), False))
+    return out
+
+
+def capture(chunks: list[tuple[Stream, bytes]]) -> OutputStore:
+    store = OutputStore(10**9, 10**9, lambda: 0.0, line_max=LIMIT)
+    for stream, chunk in chunks:
+        buf = bytearray(chunk)  # a reusable buffer, as the supervisor's
+        store.feed(stream, buf, len(chunk))
+    for stream in Stream:
+        store.flush(stream)
+    return store
+
+
+def lines_of(store: OutputStore, stream: Stream) -> list[tuple[str, bool]]:
+    lines, dropped, _ = store.read(0)
+    assert dropped == 0
+    assert [ln.seq for ln in lines] == list(range(1, len(lines) + 1))
+    return [(ln.text, ln.split) for ln in lines if ln.stream is stream]
+
+
+def cut(data: bytes, points: list[int]) -> list[bytes]:
+    marks = sorted({p % (len(data) + 1) for p in points})
+    return [data[a:b] for a, b in zip([0, *marks], [*marks, len(data)], strict=True) if b > a]
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(streams, st.lists(st.integers(0, 10**6), max_size=30))
+def test_any_chunking_gives_the_reference_lines(data, points):
+    whole = capture([(Stream.STDOUT, data)])
+    chunked = capture([(Stream.STDOUT, piece) for piece in cut(data, points)])
+    want = reference(data, LIMIT)
+    assert lines_of(whole, Stream.STDOUT) == want
+    assert lines_of(chunked, Stream.STDOUT) == want
+    assert all(len(text.encode("utf-8", "surrogatepass")) <= LIMIT * 3 for text, _ in want)
+
+
+@settings(max_examples=200)
+@given(streams, streams, st.lists(st.integers(0, 10**6), max_size=20), st.randoms())
+def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
+    pieces = [(Stream.STDOUT, p) for p in cut(out, points)]
+    epieces = [(Stream.STDERR, p) for p in cut(err, points[::-1])]
+    merged = []
+    while pieces or epieces:
+        source = pieces if (pieces and (not epieces or rnd.random() < 0.5)) else epieces
+        merged.append(source.pop(0))
+    store = capture(merged)
+    assert lines_of(store, Stream.STDOUT) == reference(out, LIMIT)
+    assert lines_of(store, Stream.STDERR) == reference(err, LIMIT)
+
+
+def reference_match(pattern: str, topic: str) -> bool:
+    """Patterns as a regex: '*' one token, a final '>' one or more."""
+    parts = pattern.split(".")
+    rx = ""
+    for i, part in enumerate(parts):
+        sep = r"\." if i else ""
+        if part == ">":
+            rx += sep + r"[^.]+(\.[^.]+)*"
+        elif part == "*":
+            rx += sep + r"[^.]+"
+        else:
+            rx += sep + re.escape(part)
+    return re.fullmatch(rx, topic) is not None
+
+
+tokens = st.sampled_from(["session", "s1", "s2", "agent", "a", "proc", "start", "exit"])
+pattern_tokens = st.one_of(tokens, st.just("*"))
+
+
+@settings(max_examples=500)
+@given(
+    st.lists(pattern_tokens, min_size=0, max_size=6),
+    st.booleans(),
+    st.lists(tokens, min_size=1, max_size=7),
+)
+def test_pattern_matching_agrees_with_the_reference(head, tail, topic_tokens):
+    pattern = ".".join([*head, ">"] if tail else head)
+    topic = ".".join(topic_tokens)
+    if not pattern:
+        return
+    assert Pattern(pattern).matches(topic) == reference_match(pattern, topic)
+
+
+@given(st.text(max_size=40))
+def test_any_pattern_text_compiles_or_is_invalid(text):
+    try:
+        compiled = Pattern(text)
+    except InvalidPattern:
+        return
+    assert compiled.matches(".".join("x" for _ in text.split("."))) in (True, False)
