@@ -298,6 +298,7 @@ class Supervisor:
         self._read_view = memoryview(self._read_buf)
         self._markers: dict[int, tuple[int, int | None]] = {}
         self._adopted: dict[int, int] = {}  # orphaned descendant pid -> its start time
+        self._pgids: set[int] = set()  # process groups our procs led
         self._sweep_handle: asyncio.Handle | None = None
         self._sweep_due = 0.0
         self._out_flush: asyncio.Handle | None = None
@@ -447,10 +448,15 @@ class Supervisor:
 
         fds: list[int] = []
         try:
-            out_r, out_w = os.pipe2(os.O_CLOEXEC)
-            fds += (out_r, out_w)
-            err_r, err_w = os.pipe2(os.O_CLOEXEC)
-            fds += (err_r, err_w)
+            try:
+                out_r, out_w = os.pipe2(os.O_CLOEXEC)
+                fds += (out_r, out_w)
+                err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                fds += (err_r, err_w)
+            except OSError as exc:  # EMFILE, ENFILE
+                raise SpawnFailed(
+                    exc.errno, f"cannot create pipes for {args[0]!r}: {exc.strerror}"
+                ) from exc
             popen = _popen(args, exe, cwd_s, child_env, self._devnull, out_w, err_w)
         except BaseException:
             for fd in fds:
@@ -494,6 +500,7 @@ class Supervisor:
             graceful_timeout=graceful_timeout,
         )
         self._procs[proc_id] = p
+        self._pgids.add(p.pgid)
         for stream, fd in stream_fds.items():
             os.set_blocking(fd, False)
             loop.add_reader(fd, self._on_readable, p, stream)
@@ -825,6 +832,9 @@ class Supervisor:
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
 
     async def _terminate(self, p: Proc) -> ExitInfo:
+        if p._exit is not None:  # it exited before this task first ran
+            await self._stop_leftovers(p)
+            return p._exit
         p._state = ProcState.STOPPING
         p._signalled = True
         self._signal_tree(p, signal.SIGTERM)
@@ -965,18 +975,30 @@ class Supervisor:
             self._adopted.clear()  # init reaps them
             return
         leaders = {p.os_pid for p in self._procs.values() if p._pidfd is not None}
-        ours = {pid for pids in snap.marked.values() for pid in pids}
-        pgids = {p.pgid for p in self._procs.values()}
+        # Groups our procs led, also after their dismiss, while anything is in them.
+        present = {info[1] for info in snap.info.values()}
+        self._pgids.intersection_update(present | {p.pgid for p in self._procs.values()})
         for pid in snap.children.get(me, ()):
             if pid in leaders:
                 continue
             state, pgrp, start = snap.info[pid]
-            if pid in ours or pgrp in pgids:
-                self._adopted.setdefault(pid, start)
-            if state == "Z" and self._adopted.get(pid) == start:
+            marker = self._markers.get(pid)
+            ours = (
+                self._adopted.get(pid) == start
+                # seen alive with our marker (a zombie's environment is empty)
+                or (marker is not None and marker[0] == start and marker[1] is not None)
+                # a member, never the leader, of a group one of our procs led: the
+                # host's own children cannot be in it (a reused pid would lead it)
+                or (pgrp in self._pgids and pgrp != pid)
+            )
+            if not ours:
+                continue  # the host's own child: its status is not ours to take
+            if state == "Z":
                 with contextlib.suppress(ChildProcessError):
                     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
-                del self._adopted[pid]
+                self._adopted.pop(pid, None)
+            else:
+                self._adopted.setdefault(pid, start)
         for pid, start in list(self._adopted.items()):
             info = snap.info.get(pid)
             if info is None or info[2] != start:
