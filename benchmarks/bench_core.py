@@ -56,14 +56,14 @@ async def _capture_once(path: Path, log_dir: str) -> tuple[float, int]:
     return elapsed, lines
 
 
-def bench_capture(mb: int, pairs: int) -> None:
+def bench_capture(mb: int, pairs: int, log_root: str | None = None) -> None:
     path = _line_file(mb)
     ratios, base_t, sup_t = [], [], []
     for _ in range(pairs):
         t0 = time.perf_counter()
         subprocess.run(f"cat {path} | cat >/dev/null", shell=True, check=True)
         base = time.perf_counter() - t0
-        with tempfile.TemporaryDirectory() as logs:
+        with tempfile.TemporaryDirectory(dir=log_root) as logs:
             elapsed, lines = asyncio.run(_capture_once(path, logs))
         base_t.append(base)
         sup_t.append(elapsed)
@@ -72,7 +72,8 @@ def bench_capture(mb: int, pairs: int) -> None:
         f"capture {mb} MiB ({lines} lines): cat|cat median {statistics.median(base_t):.2f}s "
         f"({mb / statistics.median(base_t):.0f} MiB/s), supervisor median "
         f"{statistics.median(sup_t):.2f}s ({mb / statistics.median(sup_t):.0f} MiB/s); "
-        f"ratio median {statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)}); goal >= 0.7x"
+        f"ratio median {statistics.median(ratios):.2f}x (pairs: {', '.join(f'{r:.2f}' for r in ratios)}); goal >= 0.7x; "
+        f"logs in {log_root or tempfile.gettempdir()}"
     )
 
 
@@ -175,9 +176,10 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=5)
     ap.add_argument("--n", type=int, default=1000)
     ap.add_argument("--gb", type=int, default=1)
+    ap.add_argument("--log-root", help="where capture writes its logs (default: the temp dir)")
     args = ap.parse_args()
     if args.what in ("capture", "all"):
-        bench_capture(args.mb, args.pairs)
+        bench_capture(args.mb, args.pairs, args.log_root)
     if args.what in ("spawn", "all"):
         bench_spawn(args.n, args.pairs)
     if args.what in ("idle", "all"):
