@@ -1,1 +1,49 @@
-"""Qt adapters over the supervisor: models, controllers and the window's view-models."""
+"""Qt adapters over the supervisor: models, controllers and the window's view-models.
+
+Importing this package registers the QML types below under ``import Procwindow``
+(version 1.0). QML can create them (``ProcModel { session: "build" }``) once the
+application has called :func:`set_default_supervisor`; Python code passes the
+supervisor to the constructor instead. Every model and controller schedules its
+work on the asyncio loop, which must be qasync's ``QEventLoop``.
+"""
+
+from __future__ import annotations
+
+from ._support import default_supervisor, format_bytes, set_default_supervisor
+from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
+from .models import (
+    OutputModel,
+    OutputRole,
+    ProcColumn,
+    ProcModel,
+    ProcRole,
+    SessionModel,
+    SessionRole,
+    status_text,
+)
+
+__all__ = [
+    "DEFAULT_AGENT",
+    "QML_IMPORT_MAJOR_VERSION",
+    "QML_IMPORT_MINOR_VERSION",
+    "QML_IMPORT_NAME",
+    "ActiveScope",
+    "OutputModel",
+    "OutputRole",
+    "ProcColumn",
+    "ProcController",
+    "ProcModel",
+    "ProcRole",
+    "SessionModel",
+    "SessionRole",
+    "StatsSampler",
+    "default_supervisor",
+    "format_bytes",
+    "set_default_supervisor",
+    "status_text",
+]
+
+#: The QML module the types are registered in: ``import Procwindow``.
+QML_IMPORT_NAME = "Procwindow"
+QML_IMPORT_MAJOR_VERSION = 1
+QML_IMPORT_MINOR_VERSION = 0

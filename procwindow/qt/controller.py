@@ -1,0 +1,299 @@
+"""The objects QML acts through: process actions, the active scope, resource stats.
+
+The models are read-only views; every action a person takes (term, kill, run…)
+goes through :class:`ProcController`, which calls the supervisor and reports a
+failure as a message. :class:`ActiveScope` is the main window's selection, and
+:class:`StatsSampler` samples one process's resource use once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import shlex
+from collections.abc import Coroutine
+from typing import Any
+
+import shiboken6
+from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
+from PySide6.QtQml import QmlElement
+
+from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, Supervisor
+
+from ._support import current_loop, format_bytes, qt_property, resolve_supervisor
+
+__all__ = ["DEFAULT_AGENT", "RUN_TOOL", "ActiveScope", "ProcController", "StatsSampler"]
+
+QML_IMPORT_NAME = "Procwindow"
+QML_IMPORT_MAJOR_VERSION = 1
+
+log = logging.getLogger("procwindow.qt")
+
+#: The agent a command typed into the window runs as when only a session is chosen.
+DEFAULT_AGENT = "main"
+#: The ``tool`` recorded for commands started from the window.
+RUN_TOOL = "shell"
+#: Milliseconds between two resource samples.
+STATS_INTERVAL_MS = 1000
+
+
+@QmlElement
+class ProcController(QObject):
+    """Process actions for QML: each slot starts the supervisor call on the loop.
+
+    Slots return at once; the work runs as a task on the running (qasync) loop.
+    A failure is reported through ``error(message)`` with the error's own text
+    (``command not found: 'nmp'``), and a new process through ``started(procId)``.
+    An action runs to its end even if the controller is destroyed first (a Term
+    clicked just before the window closes still terminates); it then reports to
+    no one. Before closing the supervisor, an application awaits
+    :meth:`wait_idle` so that no action is left half-done.
+    """
+
+    error = Signal(str)
+    """An action failed; the message is meant for the user."""
+    started = Signal(int)
+    """``run`` or ``restart`` started a process with this id."""
+
+    def __init__(self, supervisor: Supervisor | None = None, parent: QObject | None = None):
+        super().__init__(parent)
+        self._sup = resolve_supervisor(supervisor, "ProcController")
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @Slot(int)
+    def term(self, procId: int) -> None:
+        """SIGTERM the proc's group; SIGKILL after the supervisor's graceful timeout."""
+        self._start(self._sup.term(procId), f"terminate {procId}")
+
+    @Slot(int)
+    def kill(self, procId: int) -> None:
+        """SIGKILL the proc's group now."""
+        self._start(self._sup.kill(procId), f"kill {procId}")
+
+    @Slot(int)
+    def interrupt(self, procId: int) -> None:
+        """SIGINT the proc's group, as Ctrl-C would."""
+        self._start(self._sup.interrupt(procId), f"interrupt {procId}")
+
+    @Slot(int)
+    def dismiss(self, procId: int) -> None:
+        """Remove an exited proc from the supervisor (its row goes away)."""
+        try:
+            self._sup.dismiss(procId)
+        except ProcwindowError as exc:
+            self.error.emit(str(exc))
+
+    @Slot(int)
+    def restart(self, procId: int) -> None:
+        """Start the proc's command again as a new proc, stopping it first if it runs."""
+        self._start(self._restart(procId), f"restart {procId}")
+
+    @Slot(str, str)
+    def termAll(self, session: str, agent: str) -> None:
+        """Terminate every running proc of a session (``agent == ""``) or of one agent."""
+        if not session:
+            self.error.emit("choose a session first")
+            return
+        self._start(self._sup.term_all(session, agent or None), f"terminate {session}")
+
+    @Slot(str, str, str)
+    @Slot(str, str, str, str)
+    def run(self, session: str, agent: str, commandLine: str, cwd: str = "") -> None:
+        """Start ``commandLine`` (split like a shell would, but no shell runs it).
+
+        ``agent == ""`` runs it as :data:`DEFAULT_AGENT`; ``cwd == ""`` in the
+        supervisor's directory. Emits ``started(procId)`` or ``error(message)``.
+        """
+        if not session:
+            self.error.emit("choose a session first")
+            return
+        try:
+            argv = shlex.split(commandLine)
+        except ValueError as exc:
+            self.error.emit(f"cannot read the command line: {exc}")
+            return
+        if not argv:
+            self.error.emit("the command line is empty")
+            return
+        self._start(self._run(session, agent or DEFAULT_AGENT, argv, cwd or None), f"run {argv[0]}")
+
+    async def wait_idle(self) -> None:
+        """Wait until every action started so far has finished."""
+        while self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def _run(self, session: str, agent: str, argv: list[str], cwd: str | None) -> None:
+        proc = await self._sup.spawn(argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd)
+        self._emit(self.started, proc.id)
+
+    async def _restart(self, proc_id: int) -> None:
+        if self._sup.get(proc_id).running:
+            await self._sup.term(proc_id)
+        proc = await self._sup.restart(proc_id)
+        self._emit(self.started, proc.id)
+
+    def _start(self, action: Coroutine[Any, Any, object], what: str) -> None:
+        task = current_loop().create_task(self._report(action, what), name=f"procwindow {what}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _report(self, action: Coroutine[Any, Any, object], what: str) -> None:
+        try:
+            await action
+        except ProcwindowError as exc:
+            self._emit(self.error, str(exc))
+        except Exception as exc:
+            log.exception("procwindow: %s failed", what)
+            self._emit(self.error, f"{what} failed: {exc}")
+
+    def _emit(self, signal: SignalInstance, value: object) -> None:
+        # The action outlived the controller (deleted by its parent or by QML).
+        if shiboken6.isValid(self):
+            signal.emit(value)
+
+
+@QmlElement
+class ActiveScope(QObject):
+    """The scope selected in the main window: a session, and optionally one agent.
+
+    ``changed`` fires once after any change (``setScope`` changes both at once),
+    after the per-property signals.
+    """
+
+    sessionChanged = Signal()
+    agentChanged = Signal()
+    changed = Signal()
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._session = ""
+        self._agent = ""
+
+    def _get_session(self) -> str:
+        return self._session
+
+    def _set_session(self, session: str) -> None:
+        self.setScope(session, self._agent)
+
+    def _get_agent(self) -> str:
+        return self._agent
+
+    def _set_agent(self, agent: str) -> None:
+        self.setScope(self._session, agent)
+
+    session = qt_property(str, _get_session, _set_session, notify=sessionChanged)
+    """The selected session ("" for none)."""
+    agent = qt_property(str, _get_agent, _set_agent, notify=agentChanged)
+    """The selected agent ("" for the whole session)."""
+
+    @Slot(str, str)
+    def setScope(self, session: str, agent: str) -> None:
+        """Select ``(session, agent)``."""
+        session_changed = session != self._session
+        agent_changed = agent != self._agent
+        self._session, self._agent = session, agent
+        if session_changed:
+            self.sessionChanged.emit()
+        if agent_changed:
+            self.agentChanged.emit()
+        if session_changed or agent_changed:
+            self.changed.emit()
+
+
+_NO_STATS = ProcStats(0.0, 0, 0, 0, 0, 0)
+
+
+@QmlElement
+class StatsSampler(QObject):
+    """Resource use of one proc's tree (the proc and its live descendants), once a second.
+
+    Set ``procId`` (-1: none). Sampling starts at once (CPU % reads 0.0 on the
+    first sample: it is measured between two) and stops when the proc has
+    exited and left no descendant; the values then read zero.
+    """
+
+    procIdChanged = Signal()
+    statsChanged = Signal()
+
+    def __init__(
+        self,
+        supervisor: Supervisor | None = None,
+        parent: QObject | None = None,
+        *,
+        interval_ms: int = STATS_INTERVAL_MS,
+    ) -> None:
+        super().__init__(parent)
+        self._sup = resolve_supervisor(supervisor, "StatsSampler")
+        self._proc_id = -1
+        self._stats = _NO_STATS
+        self._timer = QTimer(self)
+        self._timer.setInterval(interval_ms)
+        self._timer.timeout.connect(self.sample)
+
+    def _get_proc_id(self) -> int:
+        return self._proc_id
+
+    def _set_proc_id(self, proc_id: int) -> None:
+        proc_id = max(proc_id, -1)
+        if proc_id == self._proc_id:
+            return
+        self._proc_id = proc_id
+        self.procIdChanged.emit()
+        self._timer.stop()
+        self._set_stats(_NO_STATS)
+        if proc_id >= 0:
+            self._timer.start()
+            self.sample()
+
+    def _get_cpu(self) -> float:
+        return self._stats.cpu_percent
+
+    def _get_rss(self) -> int:
+        return self._stats.rss
+
+    def _get_rss_text(self) -> str:
+        return format_bytes(self._stats.rss)
+
+    def _get_threads(self) -> int:
+        return self._stats.threads
+
+    def _get_descendants(self) -> int:
+        return self._stats.descendants
+
+    def _get_active(self) -> bool:
+        return self._timer.isActive()
+
+    procId = qt_property(int, _get_proc_id, _set_proc_id, notify=procIdChanged)
+    """The proc sampled (the supervisor's id), -1 for none."""
+    cpuPercent = qt_property(float, _get_cpu, notify=statsChanged)
+    """CPU use over the last interval, in % of one core (can exceed 100)."""
+    # qint64: a Property(int) is a 32-bit int and overflows at 2 GiB.
+    rssBytes = qt_property("qint64", _get_rss, notify=statsChanged)
+    """Resident memory of the tree, in bytes."""
+    rssText = qt_property(str, _get_rss_text, notify=statsChanged)
+    """``rssBytes`` for people: ``12.3 MiB``."""
+    threads = qt_property(int, _get_threads, notify=statsChanged)
+    """Threads in the tree."""
+    descendants = qt_property(int, _get_descendants, notify=statsChanged)
+    """Live processes in the tree besides the proc itself."""
+    active = qt_property(bool, _get_active, notify=statsChanged)
+    """True while sampling."""
+
+    @Slot()
+    def sample(self) -> None:
+        """Take a sample now (the timer does it every interval)."""
+        if self._proc_id < 0:
+            return
+        try:
+            stats = self._sup.stats(self._proc_id)
+            running = self._sup.get(self._proc_id).running
+        except ProcNotFound:
+            stats, running = _NO_STATS, False
+        if not running and stats.descendants == 0:
+            self._timer.stop()
+        self._set_stats(stats, force=not self._timer.isActive())
+
+    def _set_stats(self, stats: ProcStats, *, force: bool = False) -> None:
+        if stats != self._stats or force:
+            self._stats = stats
+            self.statsChanged.emit()

@@ -1,0 +1,89 @@
+"""Fixtures for the Qt adapter tests: a qasync loop per test, a supervisor on it.
+
+The loop runs for the whole test, as it does for the whole life of the
+application: qasync executes asyncio callbacks from Qt timers, so anything that
+processes Qt events (pytest-qt between tests, ``qtbot.waitSignal``) may step a
+task, and a task stepped while no loop is running fails
+(``get_running_loop()``). So the fixture makes the qasync loop asyncio's running
+loop for the test, and ``qrun`` spins a nested ``QEventLoop`` until a coroutine
+is done. (Not qasync's ``already_running=True``: its ``stop()`` calls
+``QCoreApplication.exit()``, which makes every later ``QEventLoop.exec()`` in
+the process return at once.) At teardown the supervisor is closed, the tasks it ended are
+let finish, and a task still pending fails the test.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import qasync
+from PySide6.QtCore import QEventLoop
+from PySide6.QtWidgets import QApplication
+
+from procwindow.core import Supervisor
+
+T = TypeVar("T")
+QRun = Callable[..., Any]
+
+#: Seconds a single ``qrun`` may take before the test fails.
+RUN_TIMEOUT = 20.0
+
+
+def _spin(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T], timeout: float) -> T:
+    future = asyncio.ensure_future(asyncio.wait_for(awaitable, timeout), loop=loop)
+    if not future.done():
+        waiter = QEventLoop()
+        # The callback runs from the loop, inside exec(): it cannot be lost.
+        future.add_done_callback(lambda _: waiter.quit())
+        waiter.exec()
+    return future.result()
+
+
+@pytest.fixture
+def qloop(qapp: QApplication) -> Iterator[asyncio.AbstractEventLoop]:
+    """A qasync loop, running (as the current loop) for the whole test."""
+    loop = qasync.QEventLoop(qapp)
+    asyncio.set_event_loop(loop)
+    asyncio.events._set_running_loop(loop)
+    try:
+        yield loop
+    finally:
+        try:
+            # Closed subscriptions and cancelled tasks finish on the next iterations.
+            for _ in range(3):
+                _spin(loop, asyncio.sleep(0), 5.0)
+            pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                _spin(loop, asyncio.gather(*pending, return_exceptions=True), 5.0)
+            _spin(loop, loop.shutdown_asyncgens(), 5.0)
+        finally:
+            asyncio.events._set_running_loop(None)
+            loop.close()
+            asyncio.set_event_loop(None)
+        assert not pending, f"tasks left pending after the test: {pending}"
+
+
+@pytest.fixture
+def qrun(qloop: asyncio.AbstractEventLoop) -> QRun:
+    """``qrun(awaitable, timeout=RUN_TIMEOUT)``: run it on the qasync loop, return its result."""
+
+    def run(awaitable: Awaitable[T], timeout: float = RUN_TIMEOUT) -> T:
+        return _spin(qloop, awaitable, timeout)
+
+    return run
+
+
+@pytest.fixture
+def sup(qrun: QRun, tmp_path: Path) -> Iterator[Supervisor]:
+    """A supervisor on the test's qasync loop, closed (children stopped) at teardown."""
+    supervisor = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=2.0)
+    try:
+        yield supervisor
+    finally:
+        qrun(supervisor.close())

@@ -1,0 +1,377 @@
+"""OutputModel over a real supervisor and real children."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+
+import pytest
+from PySide6.QtCore import QModelIndex
+from PySide6.QtGui import QGuiApplication
+from pytestqt.modeltest import ModelTester
+from pytestqt.qtbot import QtBot
+
+from procwindow.core import Proc, Supervisor
+from procwindow.qt import OutputModel, OutputRole
+from procwindow.qt import models as qt_models
+from tests.core.helpers import py, until
+
+from .conftest import QRun
+
+pytestmark = pytest.mark.qt_log_level_fail("WARNING")
+
+
+def lines_of(model: OutputModel) -> list[str]:
+    return [model.data(model.index(r), OutputRole.TEXT) for r in range(model.rowCount())]
+
+
+def finished(sup: Supervisor, qrun: QRun, code: str) -> Proc:
+    """Run ``code`` to the end; every line is in the ring afterwards."""
+
+    async def go() -> Proc:
+        p = await sup.spawn(py(code), session="s1", agent="a1")
+        await sup.wait(p.id)
+        await until(lambda: sup.read(p.id, since=sup.get(p.id).last_seq).eof)
+        return p
+
+    return qrun(go())
+
+
+NUMBERED = """
+    for i in range(1, 101):
+        print(f"line {i}" if i % 2 else f"\\x1b[31mRED line {i}\\x1b[0m")
+    """
+
+
+def test_loads_the_ring_then_follows_new_lines(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    model = OutputModel(sup)
+    qtmodeltester.check(model)
+    assert (model.procId, model.header, model.rowCount()) == (-1, "Output", 0)
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                """
+                import time
+                print("first", flush=True)
+                time.sleep(30)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        await until(lambda: sup.read(p.id).lines, what="first line")
+        model.procId = p.id
+        assert model.header == f"Output for PID {p.id}"
+        assert lines_of(model) == ["first"]  # loaded at once
+        await sup.term(p.id)
+
+    qrun(scenario())
+
+
+def test_streams_output_of_a_running_proc(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    model = OutputModel(sup)
+    qtmodeltester.check(model)
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                """
+                import sys, time
+                for i in range(30):
+                    print("out", i, flush=True)
+                    if i % 10 == 0:
+                        print("err", i, file=sys.stderr, flush=True)
+                    time.sleep(0.005)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await until(lambda: model.rowCount() == 33, what="all lines")
+
+    qrun(scenario())
+    texts = lines_of(model)
+    # Written back to back on two pipes: their order is the order they were read.
+    assert set(texts[:2]) == {"out 0", "err 0"}
+    seqs = [model.data(model.index(r), OutputRole.SEQ) for r in range(model.rowCount())]
+    assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
+    row = texts.index("err 10")
+    index = model.index(row)
+    assert model.data(index, OutputRole.STREAM) == "stderr"
+    assert model.data(index, OutputRole.IS_STDERR) is True
+    assert model.data(model.index(texts.index("out 10")), OutputRole.IS_STDERR) is False
+    assert model.data(index, OutputRole.SPLIT) is False
+    assert isinstance(model.data(index, OutputRole.TIME), float)
+    assert len(model.data(index, OutputRole.TIME_TEXT)) == len("12:34:56.789")
+
+
+def test_text_is_stripped_and_styled_is_html(sup: Supervisor, qrun: QRun) -> None:
+    p = finished(sup, qrun, NUMBERED)
+    model = OutputModel(sup, p.id)
+    assert model.rowCount() == model.lineCount == 100
+    red = model.index(1)
+    assert model.data(red, OutputRole.TEXT) == "RED line 2"
+    assert model.data(red) == "RED line 2"
+    styled = model.data(red, OutputRole.STYLED)
+    assert styled.startswith("<font color=") and "RED line 2" in styled
+    model.darkBackground = True
+    assert model.data(red, OutputRole.STYLED) != styled
+
+
+def test_appends_are_batched_one_insert_per_frame(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    model = OutputModel(sup)
+    qtmodeltester.check(model)
+    inserts: list[tuple[float, int, int]] = []
+    model.rowsInserted.connect(
+        lambda _parent, first, last: inserts.append((time.monotonic(), first, last))
+    )
+    total = 60_000
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                f"""
+                import sys
+                sys.stdout.write("".join(f"flood {{i}}\\n" for i in range({total})))
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await until(lambda: model.rowCount() == total, timeout=15, what="the whole flood")
+
+    qrun(scenario())
+    assert lines_of(model)[-1] == f"flood {total - 1}"
+    # Inserts are contiguous appends, never more often than once per frame.
+    for (_, _, last), (_, first, _) in itertools.pairwise(inserts):
+        assert first == last + 1
+    gaps = [b[0] - a[0] for a, b in itertools.pairwise(inserts)]
+    assert all(gap >= (qt_models.FRAME_MS - 2) / 1000 for gap in gaps), gaps
+    # The flood arrived in far fewer inserts than lines (or coalesced events).
+    assert len(inserts) <= total // 1000
+
+
+def test_ring_cap_removes_the_oldest_rows(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    p = finished(sup, qrun, "for i in range(1000): print('line', i)")
+    model = OutputModel(sup)
+    qtmodeltester.check(model)
+    model.maxLines = 100
+    model.procId = p.id
+    assert (model.rowCount(), model.lineCount) == (100, 100)
+    assert lines_of(model)[0] == "line 900"
+    removed: list[tuple[int, int]] = []
+    model.rowsRemoved.connect(lambda _p, first, last: removed.append((first, last)))
+    model.maxLines = 10
+    assert removed == [(0, 89)]
+    assert lines_of(model) == [f"line {i}" for i in range(990, 1000)]
+
+
+def test_ring_cap_while_following(sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester) -> None:
+    model = OutputModel(sup)
+    model.maxLines = 50
+    qtmodeltester.check(model)
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                """
+                import time
+                for i in range(300):
+                    print("line", i, flush=True)
+                    if i % 50 == 0:
+                        time.sleep(0.03)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await until(lambda: model.rowCount() and lines_of(model)[-1] == "line 299")
+
+    qrun(scenario())
+    assert lines_of(model) == [f"line {i}" for i in range(250, 300)]
+
+
+def test_filters(sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester, qtbot: QtBot) -> None:
+    p = finished(sup, qrun, NUMBERED)
+    model = OutputModel(sup, p.id)
+    qtmodeltester.check(model)
+    assert model.matchCount == 100
+
+    with qtbot.waitSignal(model.matchCountChanged):
+        model.filterText = "red"  # case-insensitive by default
+    assert model.matchCount == model.rowCount() == 50
+    assert model.lineCount == 100
+    assert lines_of(model)[0] == "RED line 2"
+
+    model.caseSensitive = True
+    assert model.matchCount == 0
+    model.filterText = "RED"
+    assert model.matchCount == 50
+
+    model.filterText = r"line \d*0$"
+    assert model.matchCount == 0  # a substring, not a regex
+    model.filterRegex = True
+    assert lines_of(model) == [f"RED line {i}" for i in range(10, 101, 10)]
+    model.caseSensitive = False
+    model.filterText = r"^red line [1-3]$"
+    assert lines_of(model) == ["RED line 2"]
+    assert model.filterError == ""
+
+    # An invalid regex is reported and leaves the last valid filter in effect.
+    with qtbot.waitSignal(model.filterErrorChanged):
+        model.filterText = "line ("
+    assert "invalid regular expression" in model.filterError
+    assert lines_of(model) == ["RED line 2"]
+    model.filterText = "line (1|3)$"
+    assert model.filterError == ""
+    assert lines_of(model) == ["line 1", "line 3"]
+
+    model.filterText = ""
+    assert model.matchCount == model.rowCount() == 100
+
+
+def test_filter_applies_to_new_lines(sup: Supervisor, qrun: QRun) -> None:
+    model = OutputModel(sup)
+    model.filterText = "keep"
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                """
+                import time
+                for i in range(20):
+                    print("keep" if i % 4 == 0 else "drop", i, flush=True)
+                    time.sleep(0.005)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await sup.wait(p.id)
+        await until(lambda: model.lineCount == 20)
+        await until(lambda: model.matchCount == 5)
+
+    qrun(scenario())
+    assert lines_of(model) == [f"keep {i}" for i in range(0, 20, 4)]
+
+
+def test_a_long_filter_runs_in_slices(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = finished(sup, qrun, "for i in range(5000): print('x' if i % 7 else 'hit', i)")
+    model = OutputModel(sup, p.id)
+    qtmodeltester.check(model)
+    monkeypatch.setattr(qt_models, "FILTER_BUDGET", 0.0)  # one chunk per frame
+    monkeypatch.setattr(qt_models, "FILTER_CHUNK", 1000)
+    inserts: list[int] = []
+    model.rowsInserted.connect(lambda _p, first, last: inserts.append(last - first + 1))
+    model.filterText = "hit"
+    assert model.filtering
+    assert model.matchCount == len(range(0, 1000, 7))
+    qrun(until(lambda: not model.filtering))
+    assert model.matchCount == len(range(0, 5000, 7))
+    assert len(inserts) == 4  # the four remaining chunks, one per frame
+    assert lines_of(model)[-1] == "hit 4998"
+
+
+def test_clear_empties_the_view_and_later_lines_still_come(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    model = OutputModel(sup)
+    qtmodeltester.check(model)
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py(
+                """
+                import time
+                print("before", flush=True)
+                time.sleep(0.3)
+                print("after", flush=True)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await until(lambda: model.rowCount() == 1)
+        model.clear()
+        assert (model.rowCount(), model.lineCount) == (0, 0)
+        assert [line.text for line in sup.read(p.id).lines] == ["before"]  # the log stays
+        await until(lambda: model.rowCount() == 1)
+        assert lines_of(model) == ["after"]
+
+    qrun(scenario())
+
+
+def test_copy_strips_ansi(sup: Supervisor, qrun: QRun, qapp: QGuiApplication) -> None:
+    p = finished(sup, qrun, NUMBERED)
+    model = OutputModel(sup, p.id)
+    everything = model.copyAll()
+    assert "\x1b" not in everything
+    assert everything.splitlines()[:2] == ["line 1", "RED line 2"]
+    assert len(everything.splitlines()) == 100
+    assert model.copyRows([3, 1, 1, 500, -2]) == "RED line 2\nRED line 4"
+    model.filterText = "RED"
+    assert model.copyAll().splitlines() == [f"RED line {i}" for i in range(2, 101, 2)]
+    model.copyToClipboard("copied \u2713")
+    assert qapp.clipboard().text() == "copied \u2713"
+
+
+def test_lines_stay_after_dismiss_and_reading_stops(
+    sup: Supervisor, qrun: QRun, qloop: asyncio.AbstractEventLoop
+) -> None:
+    p = finished(sup, qrun, "print('kept')")
+    model = OutputModel(sup, p.id)
+    qrun(asyncio.sleep(0))
+    # A finished proc's output is complete: the model does not subscribe at all.
+    assert not [t for t in asyncio.all_tasks(qloop) if "events" in t.get_name() and not t.done()]
+    sup.dismiss(p.id)
+    qrun(asyncio.sleep(0.05))
+    assert lines_of(model) == ["kept"]
+    model.procId = -1
+    assert (model.rowCount(), model.header) == (0, "Output")
+    model.procId = 12345  # unknown: empty, no error
+    assert model.rowCount() == 0
+
+
+def test_unknown_roles_and_rows(sup: Supervisor, qrun: QRun) -> None:
+    p = finished(sup, qrun, "print('x')")
+    model = OutputModel(sup, p.id)
+    assert model.data(model.index(0), 9999) == ""
+    assert model.data(QModelIndex(), OutputRole.TEXT) == ""
+    assert model.data(model.index(5), OutputRole.SEQ) == ""
+
+
+def test_a_big_load_is_stripped_lazily_with_the_same_results(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An escape code inside a word: only the stripped text contains "abcd".
+    p = finished(sup, qrun, r"for i in range(300): print(f'\x1b[1mab\x1b[0mcd {i}')")
+    monkeypatch.setattr(qt_models, "STRIP_AT_ONCE", 10)  # the 300-line load is "big"
+    monkeypatch.setattr(qt_models, "FILTER_CHUNK", 64)
+    model = OutputModel(sup, p.id)
+    qtmodeltester.check(model)
+    assert model.data(model.index(299), OutputRole.TEXT) == "abcd 299"  # stripped on demand
+    assert model.copyRows([0, 299]) == "abcd 0\nabcd 299"
+    model.filterText = "abcd 1"
+    qrun(until(lambda: not model.filtering))
+    assert model.matchCount == 1 + 10 + 100  # 1, 10–19, 100–199
+    assert model.copyAll().splitlines()[:2] == ["abcd 1", "abcd 10"]
+    model.filterText = ""
+    assert len(model.copyAll().splitlines()) == 300
+    assert "\x1b" not in model.copyAll()
