@@ -1,0 +1,96 @@
+pragma ComponentBehavior: Bound
+
+import QtQuick
+import QtQuick.Controls
+
+// The output filter: a text field with regex and case toggles and a match count.
+// It writes the OutputModel's filter properties; the model does the filtering.
+TextField {
+    id: field
+
+    required property var outputModel
+    property string shortcutText: "Ctrl+F"
+    readonly property bool invalid: outputModel.filterError.length > 0
+    readonly property string toolTipText: qsTr("Filter lines") + "  ·  " + shortcutText + qsTr(", Esc clears")
+
+    implicitHeight: Theme.buttonSize
+    leftPadding: 26
+    rightPadding: toggles.width + 8
+    verticalAlignment: TextInput.AlignVCenter
+    placeholderText: qsTr("Filter")
+    placeholderTextColor: Theme.textFaint
+    color: Theme.text
+    selectionColor: Theme.accentSoft
+    selectedTextColor: Theme.text
+    font.pixelSize: Theme.fontSize
+    selectByMouse: true
+    hoverEnabled: true
+
+    onTextChanged: outputModel.filterText = text
+    Keys.onEscapePressed: event => {
+        if (text.length > 0) {
+            clear()
+            event.accepted = true
+        } else {
+            event.accepted = false
+        }
+    }
+
+    ToolTip.visible: hovered && !activeFocus || (invalid && activeFocus)
+    ToolTip.delay: invalid ? 0 : 600
+    ToolTip.text: invalid ? outputModel.filterError : toolTipText
+
+    background: Rectangle {
+        radius: Theme.radius
+        color: Theme.input
+        border.width: 1
+        border.color: field.invalid ? Theme.danger
+                    : field.activeFocus ? Theme.focusRing
+                    : field.hovered ? Theme.borderStrong
+                    : Theme.border
+
+        Image {
+            x: 7
+            anchors.verticalCenter: parent.verticalCenter
+            width: 14
+            height: 14
+            sourceSize.width: 28
+            sourceSize.height: 28
+            source: Theme.icon("filter")
+            opacity: 0.55
+        }
+    }
+
+    Row {
+        id: toggles
+        anchors.right: parent.right
+        anchors.rightMargin: 3
+        anchors.verticalCenter: parent.verticalCenter
+        spacing: 2
+
+        Text {
+            objectName: "matchCountText"
+            anchors.verticalCenter: parent.verticalCenter
+            visible: field.text.length > 0
+            rightPadding: 4
+            text: field.invalid ? qsTr("invalid") : field.outputModel.matchCount === 1 ? qsTr("1 match")
+                  : qsTr("%1 matches").arg(field.outputModel.matchCount)
+            color: field.invalid ? Theme.danger : field.outputModel.matchCount > 0 ? Theme.textDim : Theme.warning
+            font.pixelSize: Theme.smallFontSize
+        }
+        ToggleChip {
+            objectName: "regexToggle"
+            label: ".*"
+            tip: qsTr("Regular expression")
+            checked: field.outputModel.filterRegex
+            onToggled: field.outputModel.filterRegex = checked
+        }
+        ToggleChip {
+            objectName: "caseToggle"
+            label: "Aa"
+            tip: qsTr("Match case")
+            checked: field.outputModel.caseSensitive
+            onToggled: field.outputModel.caseSensitive = checked
+        }
+    }
+}

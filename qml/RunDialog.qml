@@ -1,0 +1,113 @@
+pragma ComponentBehavior: Bound
+
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+
+// Run… : start a command in a scope. The command line is split by Python (shlex),
+// not here; the dialog only collects the fields.
+Dialog {
+    id: dialog
+
+    // Emitted on OK with the fields as typed.
+    signal runRequested(string session, string agent, string commandLine, string cwd)
+
+    function openFor(session: string, agent: string) {
+        sessionField.text = session
+        agentField.text = agent.length > 0 ? agent : "main"
+        open()
+        commandField.forceActiveFocus()
+        commandField.selectAll()
+    }
+
+    objectName: "runDialog"
+    title: qsTr("Run a command")
+    modal: true
+    focus: true
+    width: Math.min(560, parent ? parent.width - 40 : 560)
+    anchors.centerIn: parent
+    padding: 16
+    topPadding: 12
+    standardButtons: Dialog.Ok | Dialog.Cancel
+
+    readonly property bool acceptable: commandField.text.trim().length > 0
+                                       && sessionField.text.trim().length > 0
+                                       && agentField.text.trim().length > 0
+
+    onAccepted: runRequested(sessionField.text.trim(), agentField.text.trim(),
+                             commandField.text, cwdField.text.trim())
+    onOpened: {
+        const ok = standardButton(Dialog.Ok)
+        if (ok) {
+            ok.objectName = "runOkButton"
+            ok.enabled = Qt.binding(() => dialog.acceptable)
+        }
+    }
+
+    background: Rectangle {
+        color: Theme.raised
+        radius: 6
+        border.color: Theme.borderStrong
+    }
+    Overlay.modal: Rectangle {
+        color: "#80000000"
+    }
+    footer: DialogButtonBox {
+        alignment: Qt.AlignRight
+        padding: 12
+        topPadding: 4
+        spacing: Theme.spacing
+        background: Item {}
+    }
+    header: Label {
+        text: dialog.title
+        padding: 16
+        bottomPadding: 4
+        color: Theme.text
+        font.pixelSize: Theme.fontSize + 2
+        font.weight: Font.DemiBold
+    }
+
+    contentItem: GridLayout {
+        columns: 2
+        columnSpacing: 12
+        rowSpacing: 10
+
+        Label { text: qsTr("Command"); color: Theme.textDim }
+        TextField {
+            id: commandField
+            objectName: "runCommandField"
+            Layout.fillWidth: true
+            placeholderText: qsTr("e.g. make test   (no shell: use sh -c '…' for pipes)")
+            font.family: Theme.monoFamily
+            font.pixelSize: Theme.monoFontSize + 1
+            selectByMouse: true
+            onAccepted: if (dialog.acceptable) dialog.accept()
+        }
+        Label { text: qsTr("Session"); color: Theme.textDim }
+        TextField {
+            id: sessionField
+            objectName: "runSessionField"
+            Layout.fillWidth: true
+            selectByMouse: true
+            onAccepted: if (dialog.acceptable) dialog.accept()
+        }
+        Label { text: qsTr("Agent"); color: Theme.textDim }
+        TextField {
+            id: agentField
+            objectName: "runAgentField"
+            Layout.fillWidth: true
+            selectByMouse: true
+            onAccepted: if (dialog.acceptable) dialog.accept()
+        }
+        Label { text: qsTr("Directory"); color: Theme.textDim }
+        TextField {
+            id: cwdField
+            objectName: "runCwdField"
+            Layout.fillWidth: true
+            placeholderText: qsTr("current directory")
+            selectByMouse: true
+            onAccepted: if (dialog.acceptable) dialog.accept()
+        }
+    }
+}

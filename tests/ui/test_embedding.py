@@ -1,0 +1,125 @@
+"""A host application opens a ProcWindow on its own supervisor, in a few lines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from procwindow.app import open_proc_window, proc_windows
+from procwindow.core import Supervisor
+
+from .conftest import Run
+from .helpers import find_item, item, py, until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The embedding example, as the README shows it: a host program with its own
+# QApplication, qasync loop and Supervisor opens a ProcWindow on one scope.
+EXAMPLE = textwrap.dedent(
+    """
+    import asyncio
+    import sys
+
+    import qasync
+    from PySide6.QtWidgets import QApplication
+
+    from procwindow import Supervisor
+    from procwindow.app import open_proc_window
+
+
+    async def main() -> None:
+        async with Supervisor() as sup:
+            await sup.spawn(["sh", "-c", "echo compiling; sleep 30"], session="build", agent="cc")
+            window = open_proc_window(sup, "build", "cc")
+            closed = asyncio.Event()
+            window.finished.connect(closed.set)
+            await closed.wait()
+
+
+    app = QApplication(sys.argv)
+    app.setQuitOnLastWindowClosed(False)  # the supervisor closes first
+    qasync.run(main())
+    """
+)
+
+# Runs EXAMPLE unchanged; a wrapper around open_proc_window reports what the
+# window shows once the output arrived, then closes it as a person would.
+HARNESS = textwrap.dedent(
+    """
+    import runpy, sys
+    from PySide6.QtCore import QTimer
+    import procwindow.app as window_app
+
+    opened = window_app.open_proc_window
+
+    def open_and_watch(*args, **kwargs):
+        window = opened(*args, **kwargs)
+        output = window.property("outputModel")
+
+        def check():
+            if output.lineCount == 0:
+                return
+            timer.stop()
+            model = window.property("procModel")
+            print("title:", window.title(), flush=True)
+            print("rows:", model.count, flush=True)
+            print("line:", output.copyAll(), flush=True)
+            window.close()
+
+        timer = QTimer(window)
+        timer.timeout.connect(check)
+        timer.start(50)
+        return window
+
+    window_app.open_proc_window = open_and_watch
+    runpy.run_path(sys.argv[1], run_name="__main__")
+    print("host exited cleanly", flush=True)
+    """
+)
+
+
+def test_a_host_opens_a_proc_window_on_its_own_supervisor(tmp_path: Path) -> None:
+    example = tmp_path / "host.py"
+    example.write_text(EXAMPLE)
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_STATE_HOME=str(tmp_path))
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run(
+        [sys.executable, "-c", HARNESS, str(example)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        "title: Processes - build/cc",
+        "rows: 1",
+        "line: compiling",
+        "host exited cleanly",
+    ], result.stderr
+    # Leaving `async with Supervisor()` terminated the sleeping child.
+    assert "warning" not in result.stderr.lower(), result.stderr
+
+
+def test_open_proc_window_in_process_owns_and_frees_its_engine(sup: Supervisor, run: Run) -> None:
+    async def scenario() -> None:
+        proc = await sup.spawn(py("print('hello from the host')"), session="build", agent="cc")
+        window = open_proc_window(sup, "build", "cc")
+        assert window.title() == "Processes - build/cc"
+        # Without an ActiveScope there is nothing to follow: pinned, no pin button.
+        assert window.property("pinned") is True
+        assert find_item(window, "pinButton") is None
+        await item(window, f"statusText-{proc.id}")
+        output = window.property("outputModel")
+        await until(lambda: output.copyAll() == "hello from the host", what="the output")
+        destroyed: list[bool] = []
+        window.destroyed.connect(lambda: destroyed.append(True))
+        window.close()
+        await until(lambda: destroyed == [True], what="the window deleted")
+        assert proc_windows() == []
+
+    run(scenario())

@@ -1,0 +1,434 @@
+"""The ProcWindow, used as a person uses it: right-click, menu, buttons, keys.
+
+Every action goes through real QML items: a click is a ``QTest`` mouse click on
+the ``QQuickWindow`` at the item's position, a shortcut is a key press. The
+children are real processes under a real supervisor.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QPointF, Qt
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtQuick import QQuickItem, QQuickWindow
+
+from procwindow.app import proc_windows
+from procwindow.core import ExitReason, Supervisor
+from procwindow.qt import ProcModel, ProcRole
+from tests.core.helpers import alive
+
+from .conftest import MakeWorkspace, Run
+from .helpers import (
+    click,
+    find_item,
+    item,
+    key,
+    py,
+    settle,
+    type_text,
+    until,
+    until_equal,
+    wheel,
+)
+
+# A server that ignores SIGTERM: Term has to escalate to SIGKILL.
+STUBBORN = py(
+    """
+    import signal, time
+    signal.signal(signal.SIGTERM, lambda *a: print("SIGTERM ignored", flush=True))
+    print("serving", flush=True)
+    while True:
+        time.sleep(0.1)
+    """
+)
+SLEEPER = ["sleep", "60"]
+# Prints 40 numbered lines, every fourth an error (on stderr), coloured, then waits.
+LOG = py(
+    r"""
+    import sys, time
+    for i in range(40):
+        if i % 4 == 3:
+            print(f"\x1b[31merror\x1b[0m {i}: disk full", file=sys.stderr, flush=True)
+        else:
+            print(f"\x1b[32mok\x1b[0m {i}: compiled", flush=True)
+    time.sleep(60)
+    """
+)
+# Prints a numbered line every 30 ms for a while: a growing tail.
+STREAM = py(
+    """
+    import time
+    for i in range(3000):
+        print(f"tick {i}", flush=True)
+        time.sleep(0.03)
+    """
+)
+
+
+def the_window() -> QQuickWindow:
+    windows = proc_windows()
+    assert len(windows) == 1, windows
+    return windows[0]
+
+
+def model_of(window: QQuickWindow) -> ProcModel:
+    model = window.property("procModel")
+    assert isinstance(model, ProcModel)
+    return model
+
+
+def status_of(window: QQuickWindow, proc_id: int) -> str:
+    text = find_item(window, f"statusText-{proc_id}")
+    return "" if text is None else str(text.property("text"))
+
+
+def has_output(sup: Supervisor, proc_id: int, needle: str) -> bool:
+    return any(needle in line.text for line in sup.read(proc_id).lines)
+
+
+async def open_from_menu(main: QQuickWindow, node_name: str) -> QQuickWindow:
+    """Right-click a tree node, then choose Processes… in its menu."""
+    await click(main, await item(main, node_name), Qt.MouseButton.RightButton)
+    menu_item = await item(main, "processesMenuItem")
+    await settle(0.3)  # the menu's open transition
+    await click(main, menu_item)
+    await until(lambda: len(proc_windows()) == 1, what="a ProcWindow")
+    window = the_window()
+    await until(lambda: window.isExposed(), what="the ProcWindow on screen")
+    return window
+
+
+def test_right_click_processes_term_escalates_kill_dismiss(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        server = await sup.spawn(STUBBORN, session="web", agent="api")
+        sleeper = await sup.spawn(SLEEPER, session="web", agent="worker")
+        await sup.spawn(py("print('elsewhere')"), session="other", agent="a")
+        main = make_workspace().load()
+
+        window = await open_from_menu(main, "sessionNode-web")
+        assert window.title() == "Processes - web"
+        model = model_of(window)
+        await until(lambda: model.count == 2, what="the two procs of 'web'")
+        assert [model.procIdAt(0), model.procIdAt(1)] == [sleeper.id, server.id]
+        assert status_of(window, server.id) == "running"
+
+        # Select the server, then Term: it ignores SIGTERM, so it is killed.
+        await until(lambda: has_output(sup, server.id, "serving"), what="the handler installed")
+        await click(window, await item(window, f"statusText-{server.id}"))
+        assert window.property("currentProcId") == server.id
+        term = await item(window, f"termButton-{server.id}")
+        assert term.property("toolTipText").endswith("Ctrl+T")
+        await click(window, term)
+        await until_equal(
+            lambda: status_of(window, server.id), "killed (ignored SIGTERM)", what="status"
+        )
+        row = model.rowOf(server.id)
+        assert model.data(model.index(row, 0), ProcRole.EXIT_REASON) == ExitReason.ESCALATED
+        assert has_output(sup, server.id, "SIGTERM ignored")
+        assert not term.isEnabled()
+
+        # Up selects the sleeper (the row above); Ctrl+K kills it.
+        await key(window, Qt.Key.Key_Up)
+        assert window.property("currentProcId") == sleeper.id
+        await key(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
+        await until_equal(lambda: status_of(window, sleeper.id), "killed (SIGKILL)", what="status")
+        assert not alive(sleeper.os_pid)
+
+        # Delete dismisses the selected row; the Dismiss button the other one.
+        await key(window, Qt.Key.Key_Delete)
+        await until(lambda: model.count == 1, what="the sleeper's row gone")
+        await until(lambda: find_item(window, f"statusText-{sleeper.id}") is None, what="row gone")
+        dismiss = await item(window, f"dismissButton-{server.id}")
+        assert dismiss.property("toolTipText").endswith("Del")
+        await click(window, dismiss)
+        await until(lambda: model.count == 0, what="every row gone")
+        assert await item(window, "procTableEmpty")
+
+    run(scenario())
+
+
+def test_kill_button_and_term_of_a_polite_process(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        polite = await sup.spawn(SLEEPER, session="s", agent="a")
+        rude = await sup.spawn(SLEEPER, session="s", agent="a")
+        main = make_workspace().load()
+        window = await open_from_menu(main, "agentNode-s-a")
+        assert window.title() == "Processes - s/a"
+        await click(window, await item(window, f"killButton-{rude.id}"))
+        await until_equal(lambda: status_of(window, rude.id), "killed (SIGKILL)", what="status")
+        await click(window, await item(window, f"termButton-{polite.id}"))
+        await until_equal(
+            lambda: status_of(window, polite.id), "terminated (SIGTERM)", what="status"
+        )
+        # Restart starts the same command again, as a new row on top.
+        await click(window, await item(window, f"restartButton-{polite.id}"))
+        model = model_of(window)
+        await until(lambda: model.count == 3, what="the restarted proc")
+        assert model.procIdAt(0) > rude.id
+
+    run(scenario())
+
+
+def test_pinned_keeps_its_scope_unpinned_follows_the_selection(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        one = await sup.spawn(SLEEPER, session="one", agent="a")
+        two = await sup.spawn(SLEEPER, session="two", agent="b")
+        main = make_workspace().load()
+
+        # Select "one" with a click, open its processes with Ctrl+O.
+        await click(main, await item(main, "sessionNode-one"))
+        await key(main, Qt.Key.Key_O, Qt.KeyboardModifier.ControlModifier)
+        await until(lambda: len(proc_windows()) == 1, what="a ProcWindow")
+        window = the_window()
+        model = model_of(window)
+        assert (model.session, model.agent) == ("one", "")
+        assert window.property("pinned") is False
+        await item(window, f"statusText-{one.id}")
+
+        # Unpinned, it follows the main window's selection.
+        await click(main, await item(main, "agentNode-two-b"))
+        await until(lambda: (model.session, model.agent) == ("two", "b"), what="following")
+        assert window.title() == "Processes - two/b"
+        await item(window, f"statusText-{two.id}")
+
+        # Pinned (the pin button), it stays where it is.
+        pin = await item(window, "pinButton")
+        assert pin.property("toolTipText").endswith("Ctrl+P")
+        await click(window, pin)
+        assert window.property("pinned") is True
+        await click(main, await item(main, "sessionNode-one"))
+        await settle(0.2)
+        assert (model.session, model.agent) == ("two", "b")
+
+        # Ctrl+P unpins; it catches up with the selection at once.
+        await key(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
+        assert window.property("pinned") is False
+        await until(lambda: (model.session, model.agent) == ("one", ""), what="caught up")
+
+    run(scenario())
+
+
+def test_several_proc_windows_at_once(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        await sup.spawn(SLEEPER, session="one", agent="a")
+        await sup.spawn(SLEEPER, session="two", agent="b")
+        workspace = make_workspace()
+        main = workspace.load()
+        first = await open_from_menu(main, "sessionNode-one")
+        await click(first, await item(first, "pinButton"))
+        # A second scope opens a second window; the first one stays on its own.
+        await click(main, await item(main, "sessionNode-two"), Qt.MouseButton.RightButton)
+        await settle(0.3)
+        await click(main, await item(main, "processesMenuItem"))
+        await until(lambda: len(proc_windows()) == 2, what="two ProcWindows")
+        titles = sorted(w.title() for w in proc_windows())
+        assert titles == ["Processes - one", "Processes - two"]
+        # Asking again for a scope that is open raises that window, no third one.
+        assert workspace.openProcWindow("two", "") in proc_windows()
+        assert len(proc_windows()) == 2
+        # Closing one window releases it (and only it).
+        await click(first, await item(first, "closeButton"))
+        await until(lambda: len(proc_windows()) == 1, what="one closed")
+        assert proc_windows()[0].title() == "Processes - two"
+
+    run(scenario())
+
+
+async def open_stream(
+    sup: Supervisor, make_workspace: MakeWorkspace, argv: list[str]
+) -> tuple[QQuickWindow, int]:
+    proc = await sup.spawn(argv, session="out", agent="a")
+    main = make_workspace().load()
+    window = await open_from_menu(main, "agentNode-out-a")
+    output = window.property("outputModel")
+    await until(lambda: output.procId == proc.id, what="streaming the only proc")
+    return window, proc.id
+
+
+def view_of(window: QQuickWindow) -> QQuickItem:
+    view = find_item(window, "outputView")
+    assert view is not None
+    return view
+
+
+def test_filter_narrows_the_lines(sup: Supervisor, make_workspace: MakeWorkspace, run: Run) -> None:
+    async def scenario() -> None:
+        window, _ = await open_stream(sup, make_workspace, LOG)
+        view = view_of(window)
+        await until(lambda: view.property("count") == 40, what="40 lines")
+
+        # Ctrl+F puts the caret in the filter; typing narrows the lines.
+        field = await item(window, "filterField")
+        assert field.property("toolTipText").startswith("Filter lines  ·  Ctrl+F")
+        await key(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        assert field.hasActiveFocus()
+        await type_text(window, "error")
+        await until(lambda: view.property("count") == 10, what="10 error lines")
+        count = await item(window, "matchCountText")
+        assert count.property("text") == "10 matches"
+
+        # A regular expression, with the .* toggle.
+        await key(window, Qt.Key.Key_A, Qt.KeyboardModifier.ControlModifier)
+        await type_text(window, r"^ok [0-9]:")
+        await click(window, await item(window, "regexToggle"))
+        await until(lambda: view.property("count") == 8, what="ok 0..9 without 3 and 7")
+
+        # Esc clears the filter: every line is back.
+        await key(window, Qt.Key.Key_Escape)
+        await until(lambda: view.property("count") == 40, what="the filter cleared")
+        assert field.property("text") == ""
+
+    run(scenario())
+
+
+def test_copy_puts_the_plain_text_on_the_clipboard(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        window, _ = await open_stream(sup, make_workspace, LOG)
+        view = view_of(window)
+        await until(lambda: view.property("count") == 40, what="40 lines")
+        await wheel(window, view, 100)  # to the top
+        await until(lambda: view.property("atYBeginning"), what="at the top")
+        clipboard = QGuiApplication.clipboard()
+        clipboard.clear()
+
+        # Click the first line, shift-click the third: Ctrl+C copies the three.
+        await click(window, await item(window, "line-0"), at=QPointF(30, 5))
+        third = await item(window, "line-2")
+        await click(window, third, modifiers=Qt.KeyboardModifier.ShiftModifier, at=QPointF(30, 5))
+        await key(window, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
+        expected = "ok 0: compiled\nok 1: compiled\nok 2: compiled"
+        await until(lambda: clipboard.text() == expected, what="three lines copied")
+
+        # With a filter, Ctrl+Shift+C copies every matching line, ANSI stripped.
+        await click(window, await item(window, "filterField"))
+        await type_text(window, "disk")
+        await until(lambda: view.property("count") == 10, what="filtered")
+        await key(
+            window,
+            Qt.Key.Key_C,
+            Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+        )
+        errors = "\n".join(f"error {i}: disk full" for i in range(3, 40, 4))
+        await until(lambda: clipboard.text() == errors, what="all matches copied")
+        # And the copy button does the same.
+        clipboard.clear()
+        await click(window, await item(window, "copyButton"))
+        await until(lambda: clipboard.text() == errors, what="copied by the button")
+
+    run(scenario())
+
+
+def test_output_follows_the_tail_until_scrolled_up(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        window, _ = await open_stream(sup, make_workspace, STREAM)
+        view = view_of(window)
+        await until(lambda: view.property("count") > 60, what="a screenful and more")
+        assert view.property("following") is True
+        await until(lambda: view.property("atYEnd"), what="the view at the end")
+        assert find_item(window, "jumpToLiveButton") is None
+
+        # Scrolling up stops following: the view stays put while lines arrive.
+        await wheel(window, view, 15)
+        await until(lambda: view.property("following") is False, what="paused")
+        live = await item(window, "jumpToLiveButton")
+        assert live.property("toolTipText").endswith("End")
+        await settle(0.3)
+        top = view.property("contentY")
+        count = view.property("count")
+        await until(lambda: view.property("count") > count + 20, what="more lines")
+        assert view.property("contentY") == top
+        assert view.property("atYEnd") is False
+
+        # Back at the bottom (the wheel, turned a notch at a time), it follows again.
+        for _ in range(400):
+            if view.property("following"):
+                break
+            await wheel(window, view, -4)
+            await settle(0.02)
+        assert view.property("following") is True
+        count, top = view.property("count"), view.property("contentY")
+        await until(lambda: view.property("count") > count + 20, what="more lines")
+        await until(lambda: view.property("contentY") > top, what="the view moving down")
+        await until(lambda: view.property("atYEnd"), what="the view at the end")
+
+        # Scrolled up again, End (or the button) jumps to the live tail.
+        await wheel(window, view, 15)
+        await until(lambda: view.property("following") is False, what="paused again")
+        await key(window, Qt.Key.Key_End)
+        assert view.property("following") is True
+        await until(lambda: view.property("atYEnd"), what="the view at the end")
+        await wheel(window, view, 15)
+        await click(window, await item(window, "jumpToLiveButton"))
+        await until(lambda: view.property("following") is True, what="live again")
+
+    run(scenario())
+
+
+def test_run_dialog_starts_a_command_in_the_selected_scope(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        workspace = make_workspace()
+        workspace.session_model.addSession("proj", ["agent1"])
+        main = workspace.load()
+        await click(main, await item(main, "agentNode-proj-agent1"))
+        await key(main, Qt.Key.Key_N, Qt.KeyboardModifier.ControlModifier)
+        field = await item(main, "runCommandField")
+        await settle(0.3)
+        assert field.hasActiveFocus()
+        await type_text(main, "sh -c 'echo from-the-dialog'")
+        await key(main, Qt.Key.Key_Return)
+        await until(lambda: len(sup.procs("proj", "agent1")) == 1, what="the command started")
+        proc = sup.procs("proj", "agent1")[0]
+        assert proc.argv == ("sh", "-c", "echo from-the-dialog")
+        await sup.wait(proc.id)
+        assert [line.text for line in sup.read(proc.id).lines] == ["from-the-dialog"]
+
+    run(scenario())
+
+
+def test_the_keyboard_opens_the_menu_and_every_shortcut_is_in_a_tooltip(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        proc = await sup.spawn(SLEEPER, session="kb", agent="a")
+        main = make_workspace().load()
+        assert (await item(main, "runButton")).property("toolTipText").endswith("Ctrl+N")
+        assert (await item(main, "processesButton")).property("toolTipText").endswith("Ctrl+O")
+
+        # Select with a click, open the menu with Shift+F10, choose with the keys.
+        await click(main, await item(main, "agentNode-kb-a"))
+        await key(main, Qt.Key.Key_F10, Qt.KeyboardModifier.ShiftModifier)
+        await item(main, "processesMenuItem")
+        await settle(0.3)
+        await key(main, Qt.Key.Key_Down)
+        await key(main, Qt.Key.Key_Return)
+        await until(lambda: len(proc_windows()) == 1, what="a ProcWindow from the keyboard")
+        window = the_window()
+        assert window.title() == "Processes - kb/a"
+
+        tips = {
+            f"streamButton-{proc.id}": "Enter",
+            f"termButton-{proc.id}": "Ctrl+T",
+            f"killButton-{proc.id}": "Ctrl+K",
+            f"dismissButton-{proc.id}": "Del",
+            "pinButton": "Ctrl+P",
+            "copyButton": "Ctrl+Shift+C",
+        }
+        for name, shortcut in tips.items():
+            tip = (await item(window, name)).property("toolTipText")
+            assert tip.endswith(shortcut), (name, tip)
+        assert "Ctrl+F" in (await item(window, "filterField")).property("toolTipText")
+
+    run(scenario())

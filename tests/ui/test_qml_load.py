@@ -1,0 +1,94 @@
+"""The QML loads, and renders, with zero warnings."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtQml import QQmlComponent, QQmlEngine
+from PySide6.QtQuick import QQuickWindow
+
+from procwindow import app as window_app
+from procwindow._paths import qml_dir
+from procwindow.core import Supervisor
+
+from .conftest import MakeWorkspace, Run
+from .helpers import find_item, py, settle, until
+
+QML_FILES = sorted(p.name for p in qml_dir().glob("*.qml"))
+
+
+@pytest.mark.parametrize("name", QML_FILES)
+def test_every_qml_file_compiles_without_warnings(name: str) -> None:
+    engine = QQmlEngine()
+    errors: list[str] = []
+    engine.warnings.connect(lambda ws: errors.extend(w.toString() for w in ws))
+    component = QQmlComponent(engine, QUrl.fromLocalFile(str(qml_dir() / name)))
+    assert component.isReady(), component.errorString()
+    assert not errors
+    # Now, not later: an engine holds a loader thread (and its eventfd) until deleted.
+    del component, engine
+    gc.collect()
+
+
+def test_every_qml_file_follows_the_house_rules() -> None:
+    for path in qml_dir().glob("*.qml"):
+        text = path.read_text()
+        first = text.lstrip().splitlines()[0]
+        assert first in ("pragma ComponentBehavior: Bound", "pragma Singleton"), path.name
+        # The output pane is a ListView: a TextArea cannot hold a million lines.
+        assert "TextArea" not in text, path.name
+    assert (qml_dir() / "qmldir").read_text().count(".qml") == len(QML_FILES)
+
+
+def test_icons_exist_for_every_name_the_qml_uses() -> None:
+    icons = qml_dir().parent / "resources" / "icons"
+    names = {"stream", "term", "kill", "dismiss", "restart", "pin", "pin-off", "copy", "clear"}
+    names |= {"filter", "run", "live", "close", "processes"}
+    for name in names:
+        svg = (icons / f"{name}.svg").read_text()
+        assert 'viewBox="0 0 16 16"' in svg, name
+
+
+def test_main_window_loads_and_renders_without_warnings(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        await sup.spawn(py("print('hello')"), session="s1", agent="a1")
+        workspace = make_workspace()
+        workspace.session_model.addSession("s2", ["b1"])
+        workspace.active_scope.setScope("s1", "")
+        window = workspace.load()
+        assert window.isVisible()
+        await until(lambda: find_item(window, "sessionNode-s1") is not None, what="tree")
+        assert find_item(window, "agentNode-s2-b1") is not None
+        await settle(0.2)
+        image = window.grabWindow()
+        assert not image.isNull()
+
+    run(scenario())
+
+
+def test_proc_window_opens_and_closes_without_warnings(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        workspace = make_workspace()
+        proc = await sup.spawn(py("print('\\x1b[31mred\\x1b[0m')"), session="s1", agent="a1")
+        window = window_app.open_proc_window(sup, "s1", "a1", workspace.engine)
+        assert isinstance(window, QQuickWindow)
+        assert window.title() == "Processes - s1/a1"
+        await until(lambda: find_item(window, f"statusText-{proc.id}") is not None)
+        await settle(0.3)
+        window.close()
+        await until(lambda: not window_app.proc_windows(), what="window released")
+
+    run(scenario())
+
+
+def test_qml_dir_is_next_to_resources() -> None:
+    # Theme.qml finds the icons at ../resources/icons, in a checkout and in a wheel.
+    assert (qml_dir().parent / "resources" / "icons").is_dir()
+    assert Path(qml_dir() / "Theme.qml").read_text().count("../resources/icons/") == 1

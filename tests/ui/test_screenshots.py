@@ -1,0 +1,105 @@
+"""Screenshots of the real windows, written to build/screenshots/ and checked non-blank.
+
+The demo workspace runs (real commands: colours, stderr, a failing test run), the
+windows are grabbed with ``QQuickWindow.grabWindow()`` at the two sizes the
+window is designed for, and each image must show many colours and plenty of
+non-background pixels: an empty or unstyled window fails.
+"""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import Qt
+
+from procwindow.app import Workspace, open_proc_window
+from procwindow.core import Proc, Supervisor
+from procwindow.demo import DEMO_SCOPES, start_demo
+
+from .conftest import MakeWorkspace, Run
+from .helpers import (
+    click,
+    find_item,
+    image_stats,
+    item,
+    key,
+    move_mouse_away,
+    save_screenshot,
+    settle,
+    type_text,
+    until,
+)
+
+SIZES = {"900x600": (900, 600), "1400x900": (1400, 900)}
+
+
+def assert_not_blank(name: str, image: object, colours: int = 12, share: float = 0.05) -> None:
+    distinct, differ = image_stats(image)  # type: ignore[arg-type]
+    assert distinct >= colours, f"{name}: only {distinct} colours"
+    assert differ >= share, f"{name}: only {differ:.1%} of the pixels differ from the background"
+
+
+async def demo(sup: Supervisor, make_workspace: MakeWorkspace) -> tuple[Workspace, list[Proc]]:
+    procs = await start_demo(sup)
+    workspace = make_workspace(scopes=DEMO_SCOPES)
+    workspace.active_scope.setScope("webapp", "")
+    workspace.load()
+    # Enough output to fill the panes: the test run has failed, the build has built.
+    test_run = next(p for p in procs if p.argv[-1] == "test")
+    await sup.wait(test_run.id)
+    return workspace, procs
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str) -> None:
+    width, height = SIZES[size]
+
+    async def scenario() -> None:
+        workspace, procs = await demo(sup, make_workspace)
+        build = next(p for p in procs if p.argv[-1] == "build")
+        main = workspace.main_window
+        assert main is not None
+        main.resize(width, height)
+        await until(lambda: find_item(main, "sessionNode-docs") is not None, what="the tree")
+        await settle(0.5)
+        path, image = save_screenshot(main, f"main-{size}")
+        assert_not_blank(path.name, image)
+
+        # A ProcWindow on the builder: the watch-mode build streams coloured output.
+        window = open_proc_window(
+            sup, "webapp", "builder", workspace.engine, active_scope=workspace.active_scope
+        )
+        window.resize(width, height)
+        await click(window, await item(window, f"streamButton-{build.id}"))
+        output = window.property("outputModel")
+        assert output.procId == build.id
+        await move_mouse_away(window)
+        await until(lambda: output.lineCount >= 12, timeout=20, what="build output")
+        await settle(0.6)
+        path, image = save_screenshot(window, f"procwindow-live-{size}")
+        assert_not_blank(path.name, image, colours=20)
+
+        # The same window with a filter typed in.
+        await key(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        await type_text(window, "src/")
+        view = await item(window, "outputView")
+        await until(lambda: 0 < output.matchCount < output.lineCount, what="filtered")
+        await until(lambda: view.property("count") == output.matchCount, what="view updated")
+        await settle(0.4)
+        path, image = save_screenshot(window, f"procwindow-filter-{size}")
+        assert_not_blank(path.name, image, colours=20)
+        window.close()
+
+        # The session-wide view, with stderr lines (the docs build) streaming.
+        workspace.active_scope.setScope("docs", "")
+        docs = open_proc_window(sup, "docs", "", workspace.engine)
+        docs.resize(width, height)
+        await until(lambda: docs.property("procModel").count == 2, what="the docs procs")
+        docs_output = docs.property("outputModel")
+        await until(lambda: docs_output.lineCount >= 6, timeout=20, what="docs output")
+        await click(docs, await item(docs, f"streamButton-{docs_output.procId}"))
+        await move_mouse_away(docs)
+        await settle(0.6)
+        path, image = save_screenshot(docs, f"procwindow-session-{size}")
+        assert_not_blank(path.name, image)
+
+    run(scenario(), timeout=90)
