@@ -2,9 +2,11 @@
 
 ``procwindow`` runs :func:`run_app`: a ``QApplication`` driven by qasync's
 ``QEventLoop`` (qasync needs QtWidgets' application even for a QML UI), one
-:class:`~procwindow.core.Supervisor`, and the QML main window. With no command it
-starts the demo workspace (:mod:`procwindow.demo`); ``procwindow -- CMD ARGS...``
-runs CMD in session ``default``, agent ``main``, and opens its ProcWindow.
+:class:`~procwindow.core.Supervisor`, the QML main window, and the control socket
+(so ``procwindow ctl`` from a terminal reaches the window). With no command it
+starts the demo workspace (:mod:`procwindow.demo`); ``procwindow up FILE`` starts
+a workspace file; ``procwindow -- CMD ARGS...`` runs CMD in session ``default``,
+agent ``main``, and opens its ProcWindow.
 Closing the main window (or the last window) quits, and the supervisor then
 terminates every child it still runs.
 
@@ -43,8 +45,10 @@ from PySide6.QtWidgets import QApplication
 
 from procwindow import cli
 from procwindow._paths import qml_dir, resources_dir
+from procwindow.control import ControlServer, default_socket_path, load_workspace
+from procwindow.control import Workspace as WorkspaceFile
 from procwindow.core import ProcwindowError, Supervisor
-from procwindow.demo import DEMO_SCOPES, start_demo
+from procwindow.demo import demo_workspace
 from procwindow.qt import (
     ActiveScope,
     OutputModel,
@@ -75,6 +79,8 @@ QUICK_STYLE = "Fusion"
 #: Where ``procwindow -- CMD`` runs CMD.
 COMMAND_SESSION = "default"
 COMMAND_AGENT = "main"
+#: Signals that close the application gracefully (every child terminated, exit 0).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The environment variable naming the directory SIGUSR1 screenshots go to.
 SCREENSHOT_ENV = "PROCWINDOW_SCREENSHOT_DIR"
 
@@ -88,14 +94,44 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Open the window for parsed command-line arguments (``procwindow.cli`` calls this)."""
-    return run_app(command=args.command)
+    """Open the window for parsed command-line arguments (``procwindow.cli`` calls this).
+
+    ``procwindow up FILE`` passes ``args.workspace``; ``--socket``, ``--name`` and
+    ``--no-serve`` choose where (and whether) the window serves the control socket.
+    """
+    workspace = None
+    workspace_file = getattr(args, "workspace", None)
+    if workspace_file:
+        try:
+            workspace = load_workspace(workspace_file)
+        except ProcwindowError as exc:
+            print(f"{cli.PROG}: {exc}", file=sys.stderr)
+            return 2
+    if getattr(args, "no_serve", False):
+        socket_path = None
+    elif getattr(args, "socket", None):
+        socket_path = str(args.socket)
+    else:
+        name = getattr(args, "name", None) or (workspace.name if workspace else None) or "default"
+        try:
+            socket_path = default_socket_path(name)
+        except ProcwindowError as exc:
+            print(f"{cli.PROG}: not serving the control socket: {exc}", file=sys.stderr)
+            socket_path = None
+    return run_app(command=args.command, workspace=workspace, socket_path=socket_path)
 
 
-def run_app(command: Sequence[str] | None = None) -> int:
+def run_app(
+    command: Sequence[str] | None = None,
+    *,
+    workspace: WorkspaceFile | None = None,
+    socket_path: str | None = None,
+) -> int:
     """Run the window until it is closed; return the exit status.
 
-    ``command``: run it in ``default``/``main`` and show it; None starts the demo.
+    ``command``: run it in ``default``/``main`` and show it; ``workspace``: start
+    its commands; neither: the demo workspace. ``socket_path``: serve the control
+    socket there, so ``procwindow ctl`` reaches this window (None: do not serve).
     """
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
@@ -108,23 +144,32 @@ def run_app(command: Sequence[str] | None = None) -> int:
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        return int(loop.run_until_complete(_run(list(command) if command else None)))
+        return int(
+            loop.run_until_complete(
+                _run(list(command) if command else None, workspace, socket_path)
+            )
+        )
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
         asyncio.set_event_loop(None)
 
 
-async def _run(command: list[str] | None) -> int:
+async def _run(
+    command: list[str] | None, workspace_file: WorkspaceFile | None, socket_path: str | None
+) -> int:
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
-    # First of all: Ctrl+C or SIGTERM must close the supervisor, not kill us.
-    for signum in (signal.SIGINT, signal.SIGTERM):
+    # First of all: Ctrl+C, SIGTERM or SIGHUP must close the supervisor, not kill us.
+    for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, quit_now.set)
     if os.environ.get(SCREENSHOT_ENV):
         loop.add_signal_handler(signal.SIGUSR1, _save_screenshots)
+    if command is None and workspace_file is None:
+        workspace_file = demo_workspace()
+    grace = workspace_file.graceful_timeout if workspace_file is not None else None
     try:
-        async with Supervisor() as supervisor:
+        async with Supervisor(graceful_timeout=5.0 if grace is None else grace) as supervisor:
             if command is not None:
                 try:
                     await supervisor.spawn(
@@ -136,11 +181,17 @@ async def _run(command: list[str] | None) -> int:
                 scopes = {COMMAND_SESSION: [COMMAND_AGENT]}
                 first = (COMMAND_SESSION, COMMAND_AGENT)
             else:
-                await start_demo(supervisor)
-                scopes = DEMO_SCOPES
-                first = (next(iter(DEMO_SCOPES)), "")
+                assert workspace_file is not None
+                try:
+                    await workspace_file.start(supervisor)
+                except ProcwindowError as exc:
+                    print(f"{cli.PROG}: {exc}", file=sys.stderr)
+                    return 2
+                scopes = {s: list(a) for s, a in workspace_file.sessions.items()}
+                first = (next(iter(scopes), COMMAND_SESSION), "")
             if quit_now.is_set():
                 return 0
+            server = await _serve(supervisor, socket_path, scopes)
             workspace = Workspace(supervisor, scopes=scopes)
             workspace.quitRequested.connect(quit_now.set)
             try:
@@ -151,10 +202,28 @@ async def _run(command: list[str] | None) -> int:
                 await quit_now.wait()
             finally:
                 workspace.close()
+                if server is not None:
+                    await server.close()
     finally:
-        for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1):
+        for signum in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(signum)
     return 0
+
+
+async def _serve(
+    supervisor: Supervisor, socket_path: str | None, scopes: dict[str, list[str]]
+) -> ControlServer | None:
+    """Serve the control socket for this window; a window that cannot still runs."""
+    if socket_path is None:
+        return None
+    server = ControlServer(supervisor, socket_path, declared=scopes)
+    try:
+        await server.start()
+    except (ProcwindowError, OSError) as exc:
+        print(f"{cli.PROG}: not serving the control socket: {exc}", file=sys.stderr)
+        return None
+    print(f"{cli.PROG}: control socket at {socket_path}", file=sys.stderr, flush=True)
+    return server
 
 
 def ensure_style() -> None:

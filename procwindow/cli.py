@@ -55,7 +55,18 @@ def _serve_run(args: argparse.Namespace) -> int:
     return serve.run(args)
 
 
+def _up_configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("workspace", metavar="FILE", help="a workspace TOML file")
+    add_window_options(parser)
+
+
 SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand(
+        "up",
+        "open the window on a workspace FILE and start its commands",
+        _up_configure,
+        lambda args: run_window(args),
+    ),
     Subcommand(
         "ctl",
         "control a running procwindow: top, idx, out, term, kill, run, events …",
@@ -94,13 +105,25 @@ def run_window(args: argparse.Namespace) -> int:
     return int(app.run(args))
 
 
+def add_window_options(parser: argparse.ArgumentParser) -> None:
+    """Where the window serves its control socket."""
+    group = parser.add_argument_group("control socket")
+    group.add_argument(
+        "--name", help="serve as this name (default: the workspace's, else 'default')"
+    )
+    group.add_argument("--socket", metavar="PATH", help="serve on this socket path")
+    group.add_argument("--no-serve", action="store_true", help="do not serve the control socket")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Supervise processes for sessions and agents, and watch them in a window.",
-        epilog=f"'{PROG} -- CMD [ARG ...]' opens the window and runs CMD in it.",
+        epilog=f"'{PROG} -- CMD [ARG ...]' opens the window and runs CMD in it; "
+        f"'{PROG}' alone opens the demo workspace.",
     )
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    add_window_options(parser)
     parser.set_defaults(subcommand=None)
     if SUBCOMMANDS:
         subparsers = parser.add_subparsers(dest="subcommand", metavar="COMMAND")

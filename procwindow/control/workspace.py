@@ -14,7 +14,8 @@
     [[session.agent.command]]
     tool = "shell"                # optional, default "shell"
     argv = ["npm", "run", "dev"]  # or: shell = "npm run dev | tee dev.log"
-    cwd = "web"                   # optional, relative to the workspace file
+    cwd = "web"                   # optional, relative to the workspace file's
+                                  # directory, which is also the default
     env = { PORT = "3000" }       # optional
     graceful_timeout = 2.0        # optional
 
@@ -227,13 +228,13 @@ def _command(
     tool = cmd.get("tool", "shell")
     if not isinstance(tool, str) or not tool or any(c in tool for c in "\t\n\r\0"):
         raise fail((*where, "tool"), "must be a non-empty single-line string")
-    cwd = cmd.get("cwd")
-    if cwd is not None:
-        if not isinstance(cwd, str):
-            raise fail((*where, "cwd"), "must be a string")
-        cwd = os.path.normpath(os.path.join(base, os.path.expanduser(cwd)))
-        if not os.path.isdir(cwd):
-            raise fail((*where, "cwd"), f"no such directory: {cwd}")
+    # Like a compose file: commands run in the workspace file's directory by default.
+    cwd = cmd.get("cwd", ".")
+    if not isinstance(cwd, str):
+        raise fail((*where, "cwd"), "must be a string")
+    cwd = os.path.normpath(os.path.join(base, os.path.expanduser(cwd)))
+    if not os.path.isdir(cwd):
+        raise fail((*where, "cwd"), f"no such directory: {cwd}")
     env = cmd.get("env")
     if env is not None and (
         not isinstance(env, dict)
@@ -246,7 +247,7 @@ def _command(
     program = args[0]
     search_path = (env or {}).get("PATH", os.environ.get("PATH", os.defpath))
     if "/" in program:
-        full = program if os.path.isabs(program) else os.path.join(cwd or base, program)
+        full = program if os.path.isabs(program) else os.path.join(cwd, program)
         if not os.path.exists(full):
             raise fail((*where, "argv"), f"command not found: {program!r}")
     elif shutil.which(program, path=search_path) is None:

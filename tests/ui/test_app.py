@@ -90,4 +90,6 @@ def test_the_demo_covers_two_sessions_and_three_agents() -> None:
     assert {(job.session, job.agent) for job in DEMO_JOBS} == {
         (session, agent) for session, agents in DEMO_SCOPES.items() for agent in agents
     }
-    assert job_argv("build")[1:] == ["-u", "-m", "procwindow.demo", "build"]
+    assert job_argv("build") == ["sh", "demo/build.sh"]
+    assert [job.name for job in DEMO_JOBS] == ["build", "server", "test", "fetch", "docs"]
+    assert {job.tool for job in DEMO_JOBS} == {"shell", "web_fetch"}

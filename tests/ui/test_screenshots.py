@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 
 from procwindow.app import Workspace, open_proc_window
 from procwindow.core import Proc, Supervisor
-from procwindow.demo import DEMO_SCOPES, start_demo
+from procwindow.demo import DEMO_SCOPES, job_argv, start_demo
 
 from .conftest import MakeWorkspace, Run
 from .helpers import (
@@ -44,7 +44,7 @@ async def demo(sup: Supervisor, make_workspace: MakeWorkspace) -> tuple[Workspac
     workspace.active_scope.setScope("webapp", "")
     workspace.load()
     # Enough output to fill the panes: the test run has failed, the build has built.
-    test_run = next(p for p in procs if p.argv[-1] == "test")
+    test_run = next(p for p in procs if p.argv == tuple(job_argv("test")))
     await sup.wait(test_run.id)
     return workspace, procs
 
@@ -55,7 +55,7 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
 
     async def scenario() -> None:
         workspace, procs = await demo(sup, make_workspace)
-        build = next(p for p in procs if p.argv[-1] == "build")
+        build = next(p for p in procs if p.argv == tuple(job_argv("build")))
         main = workspace.main_window
         assert main is not None
         main.resize(width, height)

@@ -115,7 +115,8 @@ def demo_children(app: psutil.Process, job: str) -> list[psutil.Process]:
     found = []
     for child in app.children(recursive=True):
         with contextlib.suppress(psutil.Error):
-            if child.cmdline()[-2:] == ["procwindow.demo", job] and child.status() != "zombie":
+            # the demo's jobs are `sh demo/NAME.sh`
+            if child.cmdline()[-1:] == [f"demo/{job}.sh"] and child.status() != "zombie":
                 found.append(child)
     return found
 
