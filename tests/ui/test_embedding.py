@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -16,36 +17,18 @@ from .helpers import find_item, item, py, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
+
 # The embedding example, as the README shows it: a host program with its own
 # QApplication, qasync loop and Supervisor opens a ProcWindow on one scope.
-EXAMPLE = textwrap.dedent(
-    """
-    import asyncio
-    import sys
-
-    import qasync
-    from PySide6.QtWidgets import QApplication
-
-    from procwindow import Supervisor
-    from procwindow.app import open_proc_window
+def readme_example() -> str:
+    """The README's embedding example, exactly as printed there."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(# embedding\n.*?)```", readme, re.S)
+    assert len(blocks) == 1, "README must hold exactly one '# embedding' block"
+    return blocks[0]
 
 
-    async def main() -> None:
-        async with Supervisor() as sup:
-            await sup.spawn(["sh", "-c", "echo compiling; sleep 30"], session="build", agent="cc")
-            window = open_proc_window(sup, "build", "cc")
-            closed = asyncio.Event()
-            window.finished.connect(closed.set)
-            await closed.wait()
-
-
-    app = QApplication(sys.argv)
-    app.setQuitOnLastWindowClosed(False)  # the supervisor closes first
-    qasync.run(main())
-    """
-)
-
-# Runs EXAMPLE unchanged; a wrapper around open_proc_window reports what the
+# Runs the README example unchanged; a wrapper around open_proc_window reports what the
 # window shows once the output arrived, then closes it as a person would.
 HARNESS = textwrap.dedent(
     """
@@ -83,7 +66,7 @@ HARNESS = textwrap.dedent(
 
 def test_a_host_opens_a_proc_window_on_its_own_supervisor(tmp_path: Path) -> None:
     example = tmp_path / "host.py"
-    example.write_text(EXAMPLE)
+    example.write_text(readme_example())
     env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_STATE_HOME=str(tmp_path))
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     result = subprocess.run(
