@@ -37,6 +37,7 @@ class Proc:
         "__weakref__",
         "_agent",
         "_argv",
+        "_capture_failed",
         "_cmd",
         "_cwd",
         "_ended_at",
@@ -114,6 +115,7 @@ class Proc:
         self._signalled = False  # term/interrupt/signal was sent by us
         self._kill_requested = False
         self._escalated = False
+        self._capture_failed = False
         self._graceful_timeout = graceful_timeout
         self._out_pending: dict[Stream, list[int]] = {}
         self._ps_cache: dict[int, psutil.Process] = {}

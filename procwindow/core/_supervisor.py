@@ -557,7 +557,15 @@ class Supervisor:
         # One shared read buffer: reads never allocate, and the ring copies out
         # only what it keeps (a fresh 1 MiB bytes per read fragments the heap).
         p._logs[stream].write(self._read_view[:n])
-        seqs = p._store.feed(stream, self._read_buf, n)
+        try:
+            seqs = p._store.feed(stream, self._read_buf, n)
+        except Exception:
+            # A failure of ours must not stop the draining (the child would block
+            # on a full pipe): log it once per proc, lose these lines, go on.
+            if not p._capture_failed:
+                p._capture_failed = True
+                log.exception("proc %d: capture failed; its %s lines are lost", p.id, stream)
+            return
         if seqs is not None and self._subs:
             self._note_output(p, stream, seqs)
 
@@ -647,8 +655,11 @@ class Supervisor:
         p._popen.returncode = code if sig is None else -sig
         # Everything the child wrote is in the pipes now: take it before
         # announcing the exit, so a reader woken by the exit sees all output.
-        for stream in Stream:
-            self._drain(p, stream)
+        try:
+            for stream in Stream:
+                self._drain(p, stream)
+        except Exception:  # the exit must be recorded whatever happened above
+            log.exception("proc %d: draining its pipes at exit failed", p.id)
         p._ended_at = self._clock.time()
         p._ended_mono = self._clock.monotonic()
         reason = _exit_reason(p, code, sig, stolen)

@@ -199,3 +199,45 @@ def test_signal_to_a_stopped_group_member_then_term(run, tmp_path):
             assert info.reason is ExitReason.TERMINATED
 
     run(main())
+
+
+def test_a_failure_in_capture_is_logged_and_the_child_stays_managed(
+    run, tmp_path, monkeypatch, caplog
+):
+    from procwindow.core._output import OutputStore
+
+    real_feed = OutputStore.feed
+    calls = []
+
+    def flaky_feed(self, stream, buf, size):
+        calls.append(size)
+        if len(calls) == 2:
+            raise RuntimeError("injected capture bug")
+        return real_feed(self, stream, buf, size)
+
+    monkeypatch.setattr(OutputStore, "feed", flaky_feed)
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
+            # 4 MiB through the pipe: if draining stopped, the child would block forever
+            p = await sup.spawn(
+                py("""
+                    import sys, time
+                    for i in range(4):
+                        sys.stdout.write(("x" * 1023 + "\\n") * 1024); sys.stdout.flush()
+                        time.sleep(0.05)
+                    print("done", flush=True)
+                    time.sleep(60)
+                """),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(p.id).lines and sup.read(p.id).lines[-1].text == "done")
+            # every byte was read and logged, though one read's lines are lost
+            assert os.path.getsize(sup.log_path(p.id)) == 4 * 1024 * 1024 + 5
+            assert (await sup.term(p.id)).reason is ExitReason.TERMINATED
+
+    with caplog.at_level("ERROR", logger="procwindow"):
+        run(main())
+    assert "capture failed" in caplog.text
+    assert "injected capture bug" in caplog.text
