@@ -24,8 +24,12 @@ _SETTLE = 5.0
 
 @pytest.fixture(autouse=True)
 def _isolated_state(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Default log dirs go to a temporary XDG_STATE_HOME, never the real one."""
+    """Default log dirs, state files and control sockets go to temporary
+    directories (short paths: a socket path must fit in 108 bytes)."""
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    runtime = tmp_path_factory.mktemp("run")
+    runtime.chmod(0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(runtime))
 
 
 def _fds() -> set[str]:

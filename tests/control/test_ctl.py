@@ -260,7 +260,10 @@ try:
 except OSError as exc:
     print("connect-failed", exc.errno)
     raise SystemExit(0)
-s.sendall(b'{"op": "idx"}\\n')
+try:
+    s.sendall(b'{"op": "idx"}\\n')
+except BrokenPipeError:
+    pass  # refused at once: the reason is already waiting to be read
 print(s.makefile().readline().strip())
 """
 

@@ -52,7 +52,7 @@ def children_named(
     raise AssertionError(f"no child running {needle!r}")
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP])
 def test_command_runs_in_default_main_and_a_signal_quits_cleanly(
     tmp_path: Path, signum: signal.Signals
 ) -> None:
