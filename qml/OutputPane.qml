@@ -77,6 +77,12 @@ FocusScope {
         function onProcIdChanged() {
             view.following = true
         }
+        // At maxLines every append removes as many rows as it inserts: the count
+        // stays the same, so onCountChanged alone would stop following there.
+        function onRowsInserted() {
+            if (view.following)
+                Qt.callLater(view.stickToEnd)
+        }
     }
 
     ColumnLayout {

@@ -714,10 +714,11 @@ DEFAULT_MAX_LINES = 100_000
 #: Milliseconds between two appends: at most one ``beginInsertRows`` per frame.
 FRAME_MS = 16
 #: Lines read from the supervisor per frame; a faster producer is caught up
-#: over the next frames, so a frame's work stays bounded.
-FRAME_READ_LIMIT = 20_000
+#: over the next frames, so a frame's work stays bounded (under a full-speed
+#: flood the loop's p99 lag stays under a frame: benchmarks/bench_window.py).
+FRAME_READ_LIMIT = 5_000
 #: Seconds of filtering per frame; a longer scan goes on in the next frames.
-FILTER_BUDGET = 0.010
+FILTER_BUDGET = 0.005
 #: Lines filtered between two looks at the clock.
 FILTER_CHUNK = 4096
 #: Appends up to this many lines are ANSI-stripped at once; a bigger read (a
@@ -1159,6 +1160,11 @@ class OutputModel(QAbstractListModel):
         if not self._reading:
             return
         try:
+            newest = self._sup.get(self._proc_id).last_seq
+            if newest - self._cursor > self._max_lines:
+                # Lines this far behind would be trimmed as soon as they came in:
+                # skip to the newest maxLines (the log file keeps everything).
+                self._cursor = newest - self._max_lines
             batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit)
         except ProcNotFound:  # dismissed: what we hold stays on screen
             self._stop_following()

@@ -432,3 +432,24 @@ def test_the_keyboard_opens_the_menu_and_every_shortcut_is_in_a_tooltip(
         assert "Ctrl+F" in (await item(window, "filterField")).property("toolTipText")
 
     run(scenario())
+
+
+def test_output_keeps_following_once_the_pane_is_full(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        window, proc_id = await open_stream(sup, make_workspace, STREAM)
+        output = window.property("outputModel")
+        output.maxLines = 80  # full after a few seconds: appends now also remove
+        view = view_of(window)
+        await until(lambda: output.lineCount == 80, what="the pane full")
+        for _ in range(3):
+            newest = sup.get(proc_id).last_seq
+            await until(lambda: sup.get(proc_id).last_seq > newest + 10, what="more lines")
+            await settle(0.2)
+            # the row at the bottom edge of the view is the newest line
+            bottom = view.indexAt(10.0, view.property("contentY") + view.property("height") - 6)
+            assert bottom == view.property("count") - 1, (bottom, view.property("count"))
+            assert view.property("following") is True
+
+    run(scenario())
