@@ -445,7 +445,7 @@ def test_output_keeps_following_once_the_pane_is_full(
         await until(lambda: output.lineCount == 80, what="the pane full")
         for _ in range(3):
             newest = sup.get(proc_id).last_seq
-            await until(lambda: sup.get(proc_id).last_seq > newest + 10, what="more lines")
+            await until(lambda n=newest: sup.get(proc_id).last_seq > n + 10, what="more lines")
             await settle(0.2)
             # the row at the bottom edge of the view is the newest line
             bottom = view.indexAt(10.0, view.property("contentY") + view.property("height") - 6)
