@@ -43,7 +43,6 @@ from procwindow.core import (
     EventKind,
     ExitInfo,
     ExitReason,
-    Line,
     Proc,
     ProcNotFound,
     ProcState,
@@ -709,6 +708,9 @@ OUTPUT_ROLE_NAMES: dict[int, QByteArray] = {
     OutputRole.SPLIT: QByteArray(b"split"),
 }
 
+#: One held line: seq, is stderr, time, raw text (with ANSI), split piece.
+_Held = tuple[int, bool, float, str, bool]
+
 #: Default cap on the lines an OutputModel holds (terminals keep 10k–100k).
 DEFAULT_MAX_LINES = 100_000
 #: Milliseconds between two appends: at most one ``beginInsertRows`` per frame.
@@ -809,7 +811,7 @@ class OutputModel(QAbstractListModel):
         # text ANSI-stripped below line number _clean, and still raw from there:
         # stripping 100k lines costs ~0.1 s, too long to do all at once when a proc
         # is selected, so it is done within the frame budget, or when needed.
-        self._lines: list[Line] = []
+        self._lines: list[_Held] = []
         self._plain: list[str] = []
         self._base = 0
         self._clean = 0
@@ -983,24 +985,24 @@ class OutputModel(QAbstractListModel):
         pos = self._position(index.row())
         if pos < 0:
             return empty_data(role)
-        line = self._lines[pos]
+        seq, is_stderr, when, text, split = self._lines[pos]
         match role:
             case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
                 return self._text(pos)
             case OutputRole.STYLED:
-                return ansi.to_html(line.text, self._palette)
+                return ansi.to_html(text, self._palette)
             case OutputRole.SEQ:
-                return line.seq
+                return seq
             case OutputRole.STREAM:
-                return line.stream.value
+                return Stream.STDERR.value if is_stderr else Stream.STDOUT.value
             case OutputRole.IS_STDERR:
-                return line.stream is Stream.STDERR
+                return is_stderr
             case OutputRole.TIME:
-                return line.time
+                return when
             case OutputRole.TIME_TEXT:
-                return _time_text(line.time, millis=True)
+                return _time_text(when, millis=True)
             case OutputRole.SPLIT:
-                return line.split
+                return split
             case _:
                 return empty_data(role)
 
@@ -1171,7 +1173,13 @@ class OutputModel(QAbstractListModel):
             return
         if batch.lines:
             caught_up = self._clean == self._end()
-            self._lines += batch.lines
+            # Held as tuples of plain values: the garbage collector stops tracking
+            # those, so 100k held lines add nothing to its pauses (a Line holds a
+            # Stream member, which keeps it tracked: p99 loop lag 37 ms -> 15 ms).
+            self._lines += [
+                (ln.seq, ln.stream is Stream.STDERR, ln.time, ln.text, ln.split)
+                for ln in batch.lines
+            ]
             self._plain += [line.text for line in batch.lines]
             if caught_up and len(batch.lines) <= STRIP_AT_ONCE:
                 self._strip_to(self._end())
