@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import os
 import signal
 import statistics
@@ -61,6 +62,9 @@ from procwindow.app import open_proc_window
 from procwindow.core import Proc, Supervisor
 from procwindow.core._supervisor import DEFAULT_RING_BYTES, DEFAULT_RING_LINES
 from procwindow.qt import OutputModel
+
+#: Set by --app-heap: gc.freeze() once the window is open, as the app does.
+FREEZE_HEAP = False
 
 SESSION = "bench"
 PROBE_INTERVAL = 0.005
@@ -343,6 +347,8 @@ async def _lag_window(seconds: float, log_dir: str) -> LagResult:
     probe = LagProbe(asyncio.get_running_loop())
     async with Supervisor(log_dir=log_dir) as sup:
         window = open_proc_window(sup, SESSION, "flood")
+        if FREEZE_HEAP:
+            gc.freeze()  # as the procwindow app does once its QML is loaded
         pane = PaneProbe(window)
         await asyncio.sleep(0.3)  # first frames
         pane.recording = True
@@ -517,7 +523,14 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,1000000", help="pane: history sizes")
     ap.add_argument("--per-tick", type=int, default=1000, help="pane: lines per 1/60 s")
     ap.add_argument("--log-root", help="lag: where the flood's logs go (default: the temp dir)")
+    ap.add_argument(
+        "--app-heap",
+        action="store_true",
+        help="lag: freeze the startup heap as the procwindow app does (an embedding host may not)",
+    )
     args = ap.parse_args()
+    global FREEZE_HEAP
+    FREEZE_HEAP = args.app_heap
     app = QApplication(sys.argv[:1])
     app.setQuitOnLastWindowClosed(False)  # each case opens and closes its own window
     loop = qasync.QEventLoop(app)

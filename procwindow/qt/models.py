@@ -718,7 +718,7 @@ FRAME_MS = 16
 #: Lines read from the supervisor per frame; a faster producer is caught up
 #: over the next frames, so a frame's work stays bounded (under a full-speed
 #: flood the loop's p99 lag stays under a frame: benchmarks/bench_window.py).
-FRAME_READ_LIMIT = 5_000
+FRAME_READ_LIMIT = 2_000
 #: Seconds of filtering per frame; a longer scan goes on in the next frames.
 FILTER_BUDGET = 0.005
 #: Lines filtered between two looks at the clock.
