@@ -134,7 +134,7 @@ def test_appends_are_batched_one_insert_per_frame(
     model.rowsInserted.connect(
         lambda _parent, first, last: inserts.append((time.monotonic(), first, last))
     )
-    total = 60_000
+    total = 30_000
 
     async def scenario() -> None:
         p = await sup.spawn(
@@ -148,7 +148,7 @@ def test_appends_are_batched_one_insert_per_frame(
             agent="a1",
         )
         model.procId = p.id
-        await until(lambda: model.rowCount() == total, timeout=15, what="the whole flood")
+        await until(lambda: model.rowCount() == total, timeout=30, what="the whole flood")
 
     qrun(scenario())
     assert lines_of(model)[-1] == f"flood {total - 1}"
