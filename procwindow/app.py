@@ -200,7 +200,7 @@ async def _run(
                 workspace.load()
                 # Qt, QML and the models are loaded: move that heap out of the
                 # collector's sight, so full collections during an output flood
-                # stay short (the loop's p99 lag under a flood: 29 -> 19 ms).
+                # stay short (benchmarks/bench_window.py lag --app-heap).
                 gc.freeze()
                 if command is not None:
                     workspace.openProcWindow(*first)
