@@ -390,10 +390,12 @@ class Supervisor:
                 shutil.rmtree(self._log_dir, ignore_errors=True)
             self._closed = True
 
-    def __del__(self, _warn: object = warnings.warn) -> None:
+    def __del__(self) -> None:
         if getattr(self, "_loop", None) is not None and not getattr(self, "_closed", True):
-            warnings.warn(  # noqa: B028
-                f"unclosed {self!r}: its children were left running", ResourceWarning
+            warnings.warn(
+                f"unclosed {self!r}: its children were left running (call close())",
+                ResourceWarning,
+                stacklevel=2,
             )
 
     def __repr__(self) -> str:
