@@ -738,7 +738,7 @@ class Supervisor:
     def subscribe(self, pattern: str, *, maxsize: int = DEFAULT_QUEUE_SIZE) -> Subscription:
         """Events whose topic matches ``pattern`` (``*`` one token, ``>`` the rest).
 
-        Topics are ``session.{sid}.agent.{aid}.proc.{start|exit|output|dismiss}``.
+        Topics are ``session.{sid}.agent.{aid}.proc.{start|stopping|exit|output|dismiss}``.
         Raises InvalidPattern for a malformed pattern.
         """
         sub = Subscription(Pattern(pattern), maxsize, self._unsubscribe)
@@ -792,7 +792,9 @@ class Supervisor:
         p = self.get(proc_id)
         if p._exit is None:
             p._kill_requested = True
-            p._state = ProcState.STOPPING
+            if p._state is not ProcState.STOPPING:
+                p._state = ProcState.STOPPING
+                self._publish(p, EventKind.STOPPING)
             self._signal_tree(p, signal.SIGKILL)
         else:
             self._kill_leftovers(p)
@@ -850,6 +852,7 @@ class Supervisor:
             return p._exit
         p._state = ProcState.STOPPING
         p._signalled = True
+        self._publish(p, EventKind.STOPPING)
         self._signal_tree(p, signal.SIGTERM)
         self._signal_tree(p, signal.SIGCONT)
         grace = self._grace(p)

@@ -98,9 +98,13 @@ class ReadBatch:
 
 
 class EventKind(enum.StrEnum):
-    """The last token of an event topic."""
+    """The last token of an event topic.
+
+    ``stopping``: ``term`` or ``kill`` was asked for; ``exit`` follows.
+    """
 
     START = "start"
+    STOPPING = "stopping"
     EXIT = "exit"
     OUTPUT = "output"
     DISMISS = "dismiss"

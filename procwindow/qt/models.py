@@ -606,8 +606,8 @@ class ProcModel(QAbstractTableModel):
             match ev.kind:
                 case EventKind.START:
                     started.append(ev.proc_id)
-                case EventKind.EXIT:
-                    exited.add(ev.proc_id)
+                case EventKind.EXIT | EventKind.STOPPING:
+                    exited.add(ev.proc_id)  # a state change: refresh the row
                 case EventKind.DISMISS:
                     dismissed.add(ev.proc_id)
                 case _:

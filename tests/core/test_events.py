@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from procwindow import EventKind, ExitReason, InvalidPattern, Supervisor
+from procwindow import EventKind, ExitReason, InvalidPattern, ProcState, Supervisor
 from procwindow.core import Pattern
 
 from .helpers import py, until
@@ -117,5 +117,32 @@ def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(run, tmp_path
             nxt = never_reads.get_nowait()
             assert nxt is not None
             assert nxt.missed == never_reads.missed
+
+    run(main())
+
+
+def test_stopping_is_announced_before_the_exit(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
+            sub = sup.subscribe("session.s.agent.*.proc.>")
+            stubborn = await sup.spawn(
+                py(
+                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+                ),
+                session="s",
+                agent="a",
+            )
+            await until(lambda: sup.read(stubborn.id).lines)
+            killed = await sup.spawn(["sleep", "60"], session="s", agent="b")
+            term = asyncio.ensure_future(sup.term(stubborn.id))
+            await until(lambda: stubborn.state is ProcState.STOPPING)
+            await sup.kill(killed.id)
+            await term
+            kinds = {}
+            while (ev := sub.get_nowait()) is not None:
+                if ev.kind is not EventKind.OUTPUT:
+                    kinds.setdefault(ev.proc_id, []).append(ev.kind)
+            assert kinds[stubborn.id] == [EventKind.START, EventKind.STOPPING, EventKind.EXIT]
+            assert kinds[killed.id] == [EventKind.START, EventKind.STOPPING, EventKind.EXIT]
 
     run(main())

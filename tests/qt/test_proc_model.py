@@ -422,3 +422,23 @@ def test_model_can_be_built_outside_a_coroutine(sup: Supervisor, qrun: QRun) -> 
         await until(lambda: model.rowCount() == 1)
 
     qrun(scenario())
+
+
+def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun) -> None:
+    model = ProcModel(sup, "s1", "a1")
+
+    async def scenario() -> None:
+        p = await sup.spawn(
+            py("import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"),
+            session="s1",
+            agent="a1",
+        )
+        await until(lambda: model.rowCount() == 1 and sup.read(p.id).lines)
+        model._timer.timeout.disconnect()  # no tick: only the supervisor's event can show it
+        term = asyncio.ensure_future(sup.term(p.id))
+        await until(lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "stopping")
+        await sup.kill(p.id)
+        await term
+
+    qrun(scenario())
+    model.close()
