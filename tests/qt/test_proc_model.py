@@ -429,7 +429,9 @@ def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun
 
     async def scenario() -> None:
         p = await sup.spawn(
-            py("import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"),
+            py(
+                "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+            ),
             session="s1",
             agent="a1",
         )
