@@ -36,3 +36,9 @@ def state_of(pid: int) -> str | None:
 def alive(pid: int) -> bool:
     """True if ``pid`` exists and is not a zombie (os.kill(pid, 0) succeeds on zombies)."""
     return state_of(pid) not in (None, "Z", "X")
+
+
+#: A child that ignores SIGTERM, prints one line once it does, and sleeps: term escalates.
+IGNORES_TERM = py(
+    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
+)

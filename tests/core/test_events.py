@@ -9,7 +9,7 @@ import pytest
 from procwindow import EventKind, ExitReason, InvalidPattern, ProcState, Supervisor
 from procwindow.core import Pattern
 
-from .helpers import py, until
+from .helpers import IGNORES_TERM, py, until
 
 
 @pytest.mark.parametrize(
@@ -126,9 +126,7 @@ def test_stopping_is_announced_before_the_exit(run, tmp_path):
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
             sub = sup.subscribe("session.s.agent.*.proc.>")
             stubborn = await sup.spawn(
-                py(
-                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-                ),
+                IGNORES_TERM,
                 session="s",
                 agent="a",
             )

@@ -10,7 +10,7 @@ import pytest
 
 from procwindow import ExitReason, ProcState, Supervisor
 
-from .helpers import alive, py, state_of, until
+from .helpers import IGNORES_TERM, alive, py, state_of, until
 
 
 def test_true_exits_before_spawn_returns(run, tmp_path):
@@ -164,9 +164,7 @@ def test_term_kill_dismiss_race_gives_one_final_state(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
             p = await sup.spawn(
-                py(
-                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-                ),
+                IGNORES_TERM,
                 session="s",
                 agent="a",
             )
@@ -215,9 +213,7 @@ def test_close_terminates_everything(run, tmp_path):
         async with sup:
             procs = [await sup.spawn(["sleep", "60"], session="s", agent=f"a{i}") for i in range(5)]
             stubborn = await sup.spawn(
-                py(
-                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-                ),
+                IGNORES_TERM,
                 session="s",
                 agent="x",
             )
@@ -235,8 +231,7 @@ def test_close_terminates_everything(run, tmp_path):
 def test_term_all_is_concurrent_and_scoped(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
-            ignore = "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-            s1 = [await sup.spawn(py(ignore), session="s1", agent=f"a{i}") for i in range(4)]
+            s1 = [await sup.spawn(IGNORES_TERM, session="s1", agent=f"a{i}") for i in range(4)]
             s2 = await sup.spawn(["sleep", "60"], session="s2", agent="a")
             await until(lambda: all(sup.read(p.id).lines for p in s1))
             loop = asyncio.get_running_loop()
@@ -257,9 +252,7 @@ def test_per_proc_graceful_timeout(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=30) as sup:
             p = await sup.spawn(
-                py(
-                    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-                ),
+                IGNORES_TERM,
                 session="s",
                 agent="a",
                 graceful_timeout=0.2,

@@ -16,7 +16,7 @@ from pytestqt.qtbot import QtBot
 from procwindow.core import Supervisor
 from procwindow.qt import ProcController, ProcModel, ProcRole
 from procwindow.qt.models import VISIBLE_MARGIN
-from tests.core.helpers import py, until
+from tests.core.helpers import IGNORES_TERM, py, until
 
 from .conftest import QRun
 
@@ -429,9 +429,7 @@ def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun
 
     async def scenario() -> None:
         p = await sup.spawn(
-            py(
-                "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-            ),
+            IGNORES_TERM,
             session="s1",
             agent="a1",
         )
