@@ -31,6 +31,8 @@ from procwindow.core import (
     Stream,
     Subscription,
     Supervisor,
+    SupervisorClosed,
+    UnsafePath,
     UnsupportedPlatform,
 )
 
@@ -62,6 +64,8 @@ __all__ = [
     "Stream",
     "Subscription",
     "Supervisor",
+    "SupervisorClosed",
+    "UnsafePath",
     "UnsupportedPlatform",
     "__version__",
 ]

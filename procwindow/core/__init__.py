@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._checks import MAX_GRACEFUL_TIMEOUT, check_graceful_timeout
 from ._errors import (
     CommandNotFound,
     CwdMissing,
@@ -13,6 +14,8 @@ from ._errors import (
     ProcRunning,
     ProcwindowError,
     SpawnFailed,
+    SupervisorClosed,
+    UnsafePath,
     UnsupportedPlatform,
 )
 from ._output import LINE_MAX
@@ -33,6 +36,7 @@ from ._types import (
 
 __all__ = [
     "LINE_MAX",
+    "MAX_GRACEFUL_TIMEOUT",
     "Clock",
     "CommandNotFound",
     "CwdMissing",
@@ -57,6 +61,9 @@ __all__ = [
     "Stream",
     "Subscription",
     "Supervisor",
+    "SupervisorClosed",
+    "UnsafePath",
     "UnsupportedPlatform",
+    "check_graceful_timeout",
     "format_runtime",
 ]

@@ -17,6 +17,8 @@ __all__ = [
     "ProcRunning",
     "ProcwindowError",
     "SpawnFailed",
+    "SupervisorClosed",
+    "UnsafePath",
     "UnsupportedPlatform",
 ]
 
@@ -97,3 +99,24 @@ class SpawnFailed(ProcwindowError, OSError):
 
 class UnsupportedPlatform(ProcwindowError, RuntimeError):
     """procwindow's supervisor needs Linux ≥ 5.3 (pidfd_open and waitid(P_PIDFD))."""
+
+
+class UnsafePath(ProcwindowError, PermissionError):
+    """A directory or file procwindow would write to is not safely ours.
+
+    A symlink, another user's, writable by others, or (for a file) not a
+    regular file. ``what`` names its role (``log_dir``, ``state directory``…).
+
+    >>> str(UnsafePath("/tmp", "log_dir", "is writable by others (mode 1777)"))
+    'unsafe log_dir /tmp: is writable by others (mode 1777); refusing to use it'
+    """
+
+    def __init__(self, path: str, what: str, why: str) -> None:
+        super().__init__(f"unsafe {what} {path}: {why}; refusing to use it")
+        self.path = path
+        self.what = what
+        self.why = why
+
+
+class SupervisorClosed(ProcwindowError, RuntimeError):
+    """The supervisor is closing or closed: it starts nothing more."""

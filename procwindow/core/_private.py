@@ -1,0 +1,97 @@
+"""Private paths: the directories and files procwindow writes must be ours alone.
+
+Every place that keeps something of a user's (raw logs, state files, control
+sockets) goes through these two functions, so one rule holds everywhere: a
+directory is owned by us, writable by nobody else and not a symlink; a file we
+write is our own regular file, mode 0600, opened without ever blocking (a FIFO
+planted where a log goes must not freeze the event loop, nor receive the output).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+from ._errors import UnsafePath
+
+__all__ = ["open_private_file", "private_dir", "private_state_root"]
+
+
+def private_dir(path: str, *, what: str, create: bool = True) -> str:
+    """Make sure ``path`` is a directory of ours that nobody else can write to.
+
+    Creates it (mode 0700, parents as needed) when ``create``; an existing one
+    must not be a symlink, must belong to us and must not be group- or
+    world-writable. Raises UnsafePath naming ``what`` (``"log_dir"``…), or
+    OSError when it cannot be created at all (read-only file system, EACCES).
+    """
+    if "\0" in path:
+        raise UnsafePath(path, what, "contains a NUL byte")
+    if create:
+        try:
+            os.makedirs(path, mode=0o700)
+        except FileExistsError:
+            pass
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        if create:
+            raise
+        return path
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(path, what, "is a symlink")
+    if not stat.S_ISDIR(st.st_mode):
+        raise UnsafePath(path, what, "is not a directory")
+    if st.st_uid != os.getuid():
+        raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us ({os.getuid()})")
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise UnsafePath(path, what, f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})")
+    return path
+
+
+def private_state_root() -> str:
+    """``$XDG_STATE_HOME/procwindow`` (``~/.local/state/procwindow``), not created."""
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
+        os.path.expanduser("~"), ".local", "state"
+    )
+    return os.path.join(base, "procwindow")
+
+
+def open_private_file(path: str, *, what: str, append: bool = False) -> int:
+    """Open ``path`` for writing as our own regular file, mode 0600; return the fd.
+
+    Never blocks and never follows a symlink: a FIFO, a socket, a device, a
+    symlink, a hard link or another user's file in its place raises UnsafePath
+    (nothing is written to it). An existing file of ours is truncated (or
+    appended to, with ``append``) and its mode narrowed to 0600. The fd is
+    blocking and close-on-exec.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    if append:
+        flags |= os.O_APPEND
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePath(path, what, "is a symlink") from None
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads
+            raise UnsafePath(path, what, "is not a regular file") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise UnsafePath(path, what, "is not a regular file")
+        if st.st_uid != os.getuid():
+            raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us")
+        if st.st_nlink != 1:
+            raise UnsafePath(path, what, f"has {st.st_nlink} hard links")
+        if stat.S_IMODE(st.st_mode) != 0o600:
+            os.fchmod(fd, 0o600)
+        if not append and st.st_size:
+            os.ftruncate(fd, 0)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
