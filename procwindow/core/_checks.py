@@ -8,7 +8,7 @@ __all__ = ["MAX_GRACEFUL_TIMEOUT", "check_graceful_timeout"]
 
 #: The longest grace between SIGTERM and SIGKILL a proc may be given (seconds).
 #: Bounded, so that shutting a supervisor down is bounded too.
-MAX_GRACEFUL_TIMEOUT = 300.0
+MAX_GRACEFUL_TIMEOUT = 60.0
 
 
 def check_graceful_timeout(value: object, what: str = "graceful_timeout") -> float:
