@@ -170,7 +170,9 @@ async def _run(
         workspace_file = demo_workspace()
     grace = workspace_file.graceful_timeout if workspace_file is not None else None
     try:
-        async with Supervisor(graceful_timeout=5.0 if grace is None else grace) as supervisor:
+        async with Supervisor(
+            graceful_timeout=5.0 if grace is None else grace, subreaper=True
+        ) as supervisor:
             if command is not None:
                 try:
                     await supervisor.spawn(

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import errno
 import os
 import signal
 import sys
+from collections.abc import Iterator
 
 from ._errors import UnsupportedPlatform
 
 __all__ = [
     "MARKER_VAR",
-    "child_pids",
+    "FdReserve",
+    "is_fd_exhaustion",
     "marker_needle",
     "read_marker",
     "require_linux",
@@ -53,35 +57,44 @@ def set_subreaper(on: bool) -> bool:
         return False
 
 
+#: errnos that mean "no file descriptor (or memory) to spare right now", not "gone".
+_EXHAUSTION = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOMEM})
+
+
+def is_fd_exhaustion(exc: BaseException) -> bool:
+    """True for EMFILE, ENFILE and ENOMEM: the call may work once fds are freed."""
+    return isinstance(exc, OSError) and exc.errno in _EXHAUSTION
+
+
 def stat_fields(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, starttime) from /proc/<pid>/stat, or None if gone."""
+    """(state, ppid, pgrp, starttime) from /proc/<pid>/stat, or None if gone.
+
+    Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
+    answering None: "cannot look" must never be taken for "it is gone".
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as f:
             raw = f.read()
-    except OSError:
+    except OSError as exc:
+        if is_fd_exhaustion(exc):
+            raise
         return None
     # comm may hold spaces and parentheses: the fields start after the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
     return rest[0].decode(), int(rest[1]), int(rest[2]), int(rest[19])
 
 
-def child_pids(ppid: int) -> list[int]:
-    """Pids whose parent is ``ppid`` (a /proc scan; zombies included)."""
-    out: list[int] = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            fields = stat_fields(int(name))
-            if fields is not None and fields[1] == ppid:
-                out.append(int(name))
-    return out
-
-
 def read_marker(pid: int, needle: bytes) -> int | None:
-    """The proc id in ``pid``'s marker if its environment holds ``needle``, else None."""
+    """The proc id in ``pid``'s marker if its environment holds ``needle``, else None.
+
+    Raises OSError when out of file descriptors (see ``stat_fields``).
+    """
     try:
         with open(f"/proc/{pid}/environ", "rb") as f:
             env = f.read()
-    except OSError:
+    except OSError as exc:
+        if is_fd_exhaustion(exc):
+            raise
         return None
     at = env.find(needle)
     if at < 0 or (at > 0 and env[at - 1] != 0):
@@ -94,3 +107,45 @@ def read_marker(pid: int, needle: bytes) -> int | None:
 def marker_needle(token: str) -> bytes:
     """What a supervisor's children carry in their environment, before the proc id."""
     return f"{MARKER_VAR}={token}:".encode()
+
+
+class FdReserve:
+    """A few spare file descriptors, given back when the process runs out.
+
+    At the fd limit (``ulimit -n``) the supervisor must still be able to look at
+    /proc to stop a child's whole tree: reading a directory and one file at a
+    time needs two fds. ``released()`` closes the spares for the duration of
+    such a look and takes them again afterwards (as many as it can get).
+    """
+
+    __slots__ = ("_fds", "_size")
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._fds: list[int] = []
+        self._fill()
+
+    def _fill(self) -> None:
+        while len(self._fds) < self._size:
+            try:
+                self._fds.append(os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC))
+            except OSError:
+                return
+
+    @contextlib.contextmanager
+    def released(self) -> Iterator[None]:
+        """Close the spare fds for the duration of the block."""
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)
+        try:
+            yield
+        finally:
+            self._fill()
+
+    def close(self) -> None:
+        """Close the spare fds for good."""
+        self._size = 0
+        fds, self._fds = self._fds, []
+        for fd in fds:
+            os.close(fd)

@@ -13,12 +13,13 @@ from __future__ import annotations
 import bisect
 import errno
 import os
-import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
+from ._errors import UnsafePath
+from ._private import open_private_file
 from ._types import Line, Stream
 
 __all__ = ["LINE_MAX", "LogFile", "OutputStore"]
@@ -291,14 +292,14 @@ class LogFile:
         self._checked = time.monotonic()
 
     def _open(self) -> None:
-        # Opened on first use, so an idle child costs no log fds.
+        # Opened on first use, so an idle child costs no log fds. Whatever sits
+        # at the path already (a planted FIFO, a symlink, someone else's file)
+        # is refused without blocking and without writing a byte to it.
         self._opened = True
         try:
-            self._fd = os.open(
-                self.path,
-                os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC,
-                0o600,
-            )
+            self._fd = open_private_file(self.path, what="log file")
+        except UnsafePath as exc:
+            self.error = str(exc)
         except OSError as exc:
             self.error = f"{self.path}: {exc.strerror or exc}"
 
@@ -334,14 +335,3 @@ class LogFile:
         if self._fd is not None:
             fd, self._fd = self._fd, None
             os.close(fd)
-
-
-def prepare_log_dir(path: str) -> None:
-    """Create ``path`` (mode 0700) if needed; refuse a symlink or a non-directory."""
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-    except FileExistsError:
-        pass
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise NotADirectoryError(errno.ENOTDIR, "log_dir is not a directory", path)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
+from ._text import escape_controls
 from ._types import ExitInfo, ProcState, Stream
 
 if TYPE_CHECKING:
@@ -18,11 +19,9 @@ __all__ = ["Proc", "format_cmd"]
 
 
 def format_cmd(argv: tuple[str, ...]) -> str:
-    """argv as one shell-quoted line, with tabs and newlines escaped (safe for TSV)."""
-    text = shlex.join(argv)
-    if any(c in text for c in "\t\n\r"):
-        text = text.replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
-    return text
+    """argv as one shell-quoted line, control characters escaped (safe for TSV
+    and for a terminal)."""
+    return escape_controls(shlex.join(argv))
 
 
 class Proc:
@@ -144,7 +143,7 @@ class Proc:
 
     @property
     def cmd(self) -> str:
-        """The command as one shell-quoted line (tabs and newlines escaped)."""
+        """The command as one shell-quoted line (control characters escaped)."""
         return self._cmd
 
     @property

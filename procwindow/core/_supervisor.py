@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import fcntl
+import functools
 import logging
 import os
 import secrets
@@ -14,29 +14,32 @@ import signal
 import subprocess
 import time
 import warnings
-from collections import deque
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Protocol
 
 import psutil
 
-from . import _linux
+from . import _linux, _spawn
+from ._checks import check_graceful_timeout
 from ._errors import (
-    CommandNotFound,
-    CwdMissing,
     InvalidArgv,
-    NotExecutable,
     ProcNotFound,
     ProcRunning,
     ProcwindowError,
     SpawnFailed,
+    SupervisorClosed,
 )
-from ._output import LogFile, OutputStore, prepare_log_dir
+from ._events import Subscription
+from ._output import LogFile, OutputStore
+from ._private import private_dir, private_state_root
 from ._proc import Proc
+from ._reports import idx_text, top_text
+from ._spawn import check_argv, check_cwd, check_env, resolve
 from ._statefile import StateFile, recover_leftovers
+from ._text import format_runtime
 from ._topics import Pattern, check_scope_name, topic_for
+from ._tree import Scanner, Snapshot
 from ._types import (
     Event,
     EventKind,
@@ -49,7 +52,7 @@ from ._types import (
 )
 from ._watchdog import Watchdog
 
-__all__ = ["Clock", "Subscription", "Supervisor"]
+__all__ = ["Clock", "Subscription", "Supervisor", "format_runtime"]
 
 log = logging.getLogger("procwindow")
 
@@ -63,18 +66,26 @@ DEFAULT_GRACEFUL_TIMEOUT = 5.0
 DEFAULT_QUEUE_SIZE = 4096
 #: Output events are coalesced per proc and stream over this many seconds.
 OUTPUT_EVENT_INTERVAL = 0.05
-#: How often (seconds) orphaned descendants are looked for and reaped.
+#: How often (seconds) leftovers of dismissed procs are looked for.
 SWEEP_INTERVAL = 1.0
+#: How often (seconds) a subreaper looks for orphans to reap; much more often
+#: while orphans keep dying (a process that keeps re-forking).
+REAP_INTERVAL = 0.1
+_REAP_BUSY = 0.01
 #: A pipe that fills is enlarged to this size (F_SETPIPE_SZ): fewer, bigger reads.
 BIG_PIPE = 1024 * 1024
-#: How long a /proc snapshot is reused by signals sent in the same burst.
-_SNAPSHOT_TTL = 0.1
+#: How long close() waits for children that got SIGKILL (a process in
+#: uninterruptible sleep dies only when its I/O returns).
+_KILL_WAIT = 5.0
 #: Delay of the sweep that follows an exit or a dismiss (coalesces bursts).
 _SWEEP_SOON = 0.1
 #: Poll interval while waiting for a proc's leftover descendants to die.
 _TREE_POLL = 0.02
 
 _subreaper_users = 0
+#: Process-wide, across supervisors: the children each reaps itself (through
+#: its pidfd), with the call that does it. Orphan reaping never takes these.
+_OWN_CHILDREN: dict[int, Callable[[], None]] = {}
 
 
 class Clock(Protocol):
@@ -97,138 +108,6 @@ class _SystemClock:
         return time.monotonic()
 
 
-@dataclass(slots=True)
-class _Snapshot:
-    """One pass over /proc: who is whose child, who carries our marker."""
-
-    taken: float
-    children: dict[int, list[int]] = field(default_factory=dict)
-    info: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # state, pgrp, start
-    marked: dict[int, list[int]] = field(default_factory=dict)
-
-    def descendants(self, pid: int) -> list[int]:
-        out: list[int] = []
-        todo = [pid]
-        while todo:
-            for child in self.children.get(todo.pop(), ()):
-                out.append(child)
-                todo.append(child)
-        return out
-
-
-def _take_snapshot(needle: bytes, markers: dict[int, tuple[int, int | None]]) -> _Snapshot:
-    """One pass over /proc. ``markers`` caches {pid: (start time, proc id or None)}
-    across passes: a process's marker is read once, not on every pass."""
-    snap = _Snapshot(time.monotonic())
-    me = os.getpid()
-    seen: dict[int, tuple[int, int | None]] = {}
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        pid = int(name)
-        fields = _linux.stat_fields(pid)
-        if fields is None:
-            continue
-        state, ppid, pgrp, start = fields
-        snap.info[pid] = (state, pgrp, start)
-        snap.children.setdefault(ppid, []).append(pid)
-        known = markers.get(pid)
-        if known is None or known[0] != start:
-            known = (start, None if pid == me else _linux.read_marker(pid, needle))
-        seen[pid] = known
-        if known[1] is not None and state not in ("Z", "X"):
-            snap.marked.setdefault(known[1], []).append(pid)
-    markers.clear()
-    markers.update(seen)
-    return snap
-
-
-class Subscription:
-    """An async iterator of the events whose topic matches a pattern.
-
-    Its queue is bounded: when it is full, new events are dropped and counted,
-    and the next event delivered carries the count in ``Event.missed``.
-    ``missed`` is the running total. Close it (or leave ``async with``) to stop.
-    """
-
-    def __init__(self, pattern: Pattern, maxsize: int, on_close: _Unsubscribe) -> None:
-        self.pattern = pattern
-        self.missed = 0
-        self._maxsize = maxsize
-        self._queue: deque[Event] = deque()
-        self._pending_missed = 0
-        self._waiter: asyncio.Future[None] | None = None
-        self._closed = False
-        self._on_close = on_close
-
-    def _push(self, ev: Event) -> None:
-        if self._closed:
-            return
-        if len(self._queue) >= self._maxsize:
-            self.missed += 1
-            self._pending_missed += 1
-            return
-        if self._pending_missed:
-            ev = replace(ev, missed=self._pending_missed)
-            self._pending_missed = 0
-        self._queue.append(ev)
-        self._wake()
-
-    def _wake(self) -> None:
-        if self._waiter is not None and not self._waiter.done():
-            self._waiter.set_result(None)
-
-    def get_nowait(self) -> Event | None:
-        """The next queued event, or None."""
-        return self._queue.popleft() if self._queue else None
-
-    def close(self) -> None:
-        """Stop receiving; iteration ends after the queued events."""
-        if not self._closed:
-            self._closed = True
-            self._on_close(self)
-            self._wake()
-
-    @property
-    def closed(self) -> bool:
-        """True once closed (by the caller or by the supervisor's close)."""
-        return self._closed
-
-    def __aiter__(self) -> Subscription:
-        return self
-
-    async def __anext__(self) -> Event:
-        while not self._queue:
-            if self._closed:
-                raise StopAsyncIteration
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
-        return self._queue.popleft()
-
-    async def __aenter__(self) -> Subscription:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
-
-    def __repr__(self) -> str:
-        return f"<Subscription {self.pattern.text!r} queued={len(self._queue)}>"
-
-
-class _Unsubscribe(Protocol):
-    def __call__(self, sub: Subscription, /) -> None: ...
-
-
-def _default_log_root() -> str:
-    base = os.environ.get("XDG_STATE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".local", "state"
-    )
-    return os.path.join(base, "procwindow", "logs")
-
-
 class Supervisor:
     """Supervises child processes on the running asyncio loop (Linux).
 
@@ -245,9 +124,18 @@ class Supervisor:
     with escalation and leaves no process, fd or thread behind.
 
     ``log_dir=None`` logs under ``$XDG_STATE_HOME/procwindow/logs/<run>/`` and
-    removes that directory on close; a given ``log_dir`` is kept.
-    ``subreaper=True`` makes this process the reaper of orphaned descendants
-    (``PR_SET_CHILD_SUBREAPER``), so a ``setsid`` grandchild cannot escape.
+    removes that directory on close; a given ``log_dir`` is kept. Either must be
+    a directory of ours that nobody else can write to (UnsafePath otherwise).
+
+    ``subreaper=True`` is for a process that belongs to the supervisor (as
+    ``procwindow serve`` and the window do): it becomes the child subreaper
+    (``PR_SET_CHILD_SUBREAPER``) and the supervisor reaps *every* orphan that
+    is re-parented to it, so a process that keeps re-forking leaves no zombies
+    behind. Do not use it in a process that waits for children of its own
+    (``subprocess``, a thread pool of workers): their statuses could be taken.
+    By default the supervisor finds descendants by their marker instead, and
+    orphans go to init as usual.
+
     ``watchdog=True`` starts, with the first child, a small process that kills
     every child and descendant if this process dies without closing the
     supervisor (SIGKILL, a crash); a state file under ``$XDG_STATE_HOME``
@@ -261,27 +149,27 @@ class Supervisor:
         graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT,
         *,
         ring_bytes: int = DEFAULT_RING_BYTES,
-        subreaper: bool = True,
+        subreaper: bool = False,
         watchdog: bool = True,
         clock: Clock | None = None,
     ) -> None:
         _linux.require_linux()
         if ring_lines < 1 or ring_bytes < 1:
             raise ValueError("ring_lines and ring_bytes must be positive")
-        if graceful_timeout < 0:
-            raise ValueError("graceful_timeout must be ≥ 0")
         self.ring_lines = ring_lines
         self.ring_bytes = ring_bytes
-        self.graceful_timeout = graceful_timeout
+        self.graceful_timeout = check_graceful_timeout(graceful_timeout)
         self._clock: Clock = clock or _SystemClock()
         self._token = f"{os.getpid()}.{secrets.token_hex(4)}"
         if log_dir is None:
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            self._log_dir = os.path.join(_default_log_root(), f"{stamp}-{self._token}")
+            self._log_dir = os.path.join(private_state_root(), "logs", f"{stamp}-{self._token}")
             self._own_log_dir = True
         else:
             self._log_dir = os.fspath(log_dir)
             self._own_log_dir = False
+            # Refuse an unsafe directory now, not at the first spawn.
+            private_dir(self._log_dir, what="log_dir", create=False)
         self._log_dir_ready = False
         self._want_subreaper = subreaper
         self._watchdog = Watchdog(self._token) if watchdog else None
@@ -292,20 +180,18 @@ class Supervisor:
         self._subs: list[Subscription] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._devnull: int | None = None
-        self._snapshot: _Snapshot | None = None
-        self._needle = _linux.marker_needle(self._token)
+        self._scanner: Scanner | None = None
         self._read_buf = bytearray(BIG_PIPE)
         self._read_view = memoryview(self._read_buf)
-        self._markers: dict[int, tuple[int, int | None]] = {}
-        self._adopted: dict[int, int] = {}  # orphaned descendant pid -> its start time
-        self._pgids: set[int] = set()  # process groups our procs led
         self._sweep_handle: asyncio.Handle | None = None
         self._sweep_due = 0.0
+        self._reap_handle: asyncio.TimerHandle | None = None
         self._out_flush: asyncio.Handle | None = None
         self._out_dirty: set[Proc] = set()
+        self._retry_kill: set[int] = set()  # procs whose tree could not be seen (fd limit)
+        self._scan_due = False  # the next sweep reads /proc
         self._closed = False
         self._closing = False
-        self._tasks: set[asyncio.Task[object]] = set()
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -325,16 +211,21 @@ class Supervisor:
         loop = asyncio.get_running_loop()
         if self._loop is None:
             if self._closed:
-                raise ProcwindowError("this supervisor is closed")
-            self._loop = loop
+                raise SupervisorClosed("this supervisor is closed")
             # Children of a supervisor that died with its watchdog: stop them now.
-            recover_leftovers()
+            try:
+                recover_leftovers()
+            except OSError as exc:
+                log.warning("cannot look for leftovers of dead supervisors: %s", exc)
             self._devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+            self._scanner = Scanner(self._token)
+            self._loop = loop
             if self._want_subreaper:
                 global _subreaper_users
                 if _subreaper_users or _linux.set_subreaper(True):
                     _subreaper_users += 1
                     self._is_subreaper = True
+                    self._reap_handle = loop.call_later(REAP_INTERVAL, self._reap_tick)
         elif loop is not self._loop:
             raise ProcwindowError("a Supervisor is bound to the event loop it first ran on")
         return loop
@@ -351,44 +242,98 @@ class Supervisor:
 
     async def close(self) -> None:
         """Terminate every running proc (with escalation), kill what they left
-        behind, close every pipe and log, and end every subscription."""
+        behind, close every pipe and log, and end every subscription.
+
+        It never raises: whatever fails is logged and the cleanup goes on. The
+        watchdog and the state file are stood down only once nothing of ours
+        is seen running; otherwise the watchdog is left to kill what remains.
+        """
         if self._closed or self._closing:
             return
         self._closing = True
+        clean = True
         try:
             if self._loop is not None:
-                await self.term_all()
-                self._snap(fresh=True)
-                for p in list(self._procs.values()):
-                    self._kill_leftovers(p, fresh=False)
-                    self._close_streams(p)
-                await self._reap_adopted(deadline=time.monotonic() + 2.0)
+                clean = await self._stop_everything()
+        except BaseException:
+            clean = False
+            log.exception("closing the supervisor failed; its watchdog stops what is left")
+            raise
         finally:
-            for p in self._procs.values():
+            self._release(clean)
+
+    async def _stop_everything(self) -> bool:
+        """Stop every proc and what it left behind; True if nothing of ours runs."""
+        results = await asyncio.gather(
+            *(self.term(p.id) for p in self.procs() if p.running), return_exceptions=True
+        )
+        for result in results:
+            if isinstance(result, BaseException):
+                log.error("term failed while closing: %s", result)
+        running = [p for p in self._procs.values() if p.running]
+        if running:  # term failed: SIGKILL by group and pidfd, which need no fds
+            for p in running:
+                p._kill_requested = True
+                self._signal_group(p, signal.SIGKILL)
+            done = asyncio.gather(*(asyncio.shield(p._exit_fut) for p in running))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(done, _KILL_WAIT)
+        clean = not any(p.running for p in self._procs.values())
+        if self._snap(fresh=True) is None:
+            clean = False
+        else:
+            for p in list(self._procs.values()):
+                self._kill_leftovers(p, fresh=False)
+        for p in self._procs.values():
+            self._close_streams(p)
+        gone = await self._await_leftovers_gone(deadline=time.monotonic() + 2.0)
+        return clean and gone
+
+    def _release(self, clean: bool) -> None:
+        """Free every resource; stand the watchdog down only if ``clean``."""
+        for p in self._procs.values():
+            with contextlib.suppress(Exception):
                 self._close_streams(p)
-            for task in list(self._tasks):
-                task.cancel()
-            for handle in (self._sweep_handle, self._out_flush):
-                if handle is not None:
-                    handle.cancel()
-            self._flush_output_events()
-            for sub in list(self._subs):
-                sub.close()
-            if self._devnull is not None:
-                os.close(self._devnull)
-                self._devnull = None
-            if self._watchdog is not None:
+        for handle in (self._sweep_handle, self._out_flush, self._reap_handle):
+            if handle is not None:
+                handle.cancel()
+        self._flush_output_events()
+        for sub in list(self._subs):
+            sub.close()
+        if self._devnull is not None:
+            os.close(self._devnull)
+            self._devnull = None
+        if self._scanner is not None:
+            self._scanner.close()
+        for p in self._procs.values():
+            # A child that survived SIGKILL (uninterruptible sleep): stop
+            # watching it; the watchdog, not told goodbye, kills it.
+            if p._pidfd is not None:
+                if self._loop is not None:
+                    self._loop.remove_reader(p._pidfd)
+                os.close(p._pidfd)
+                p._pidfd = None
+        if self._watchdog is not None:
+            if clean:
                 self._watchdog.close()
+            else:
+                self._watchdog.abandon()
+        if clean:
             self._statefile.close()
-            if self._is_subreaper:
-                global _subreaper_users
-                _subreaper_users -= 1
-                if _subreaper_users == 0:
-                    _linux.set_subreaper(False)
-                self._is_subreaper = False
-            if self._own_log_dir and self._log_dir_ready:
-                shutil.rmtree(self._log_dir, ignore_errors=True)
-            self._closed = True
+        else:
+            self._statefile.abandon()
+        if self._is_subreaper:
+            global _subreaper_users
+            _subreaper_users -= 1
+            if _subreaper_users == 0:
+                _linux.set_subreaper(False)
+            self._is_subreaper = False
+            # Orphans re-parented before that are still ours to reap.
+            with contextlib.suppress(Exception):
+                _reap_orphans()
+        if self._own_log_dir and self._log_dir_ready:
+            shutil.rmtree(self._log_dir, ignore_errors=True)
+        self._closed = True
 
     def __del__(self) -> None:
         if getattr(self, "_loop", None) is not None and not getattr(self, "_closed", True):
@@ -420,23 +365,25 @@ class Supervisor:
 
         No shell is involved: metacharacters reach the child literally. ``env``
         adds to or overrides the inherited environment (a value of None removes
-        a variable). ``graceful_timeout`` overrides the supervisor's for this proc.
+        a variable). ``graceful_timeout`` overrides the supervisor's for this proc
+        (0 to MAX_GRACEFUL_TIMEOUT seconds).
 
         Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
-        InvalidScope or SpawnFailed, and then leaves nothing behind.
+        InvalidScope, UnsafePath (the log directory), SupervisorClosed or
+        SpawnFailed (EMFILE at the fd limit, EAGAIN…), and then leaves nothing
+        behind.
         """
         loop = self._bind_loop()
         if self._closing or self._closed:
-            raise ProcwindowError("this supervisor is closing")
-        args = _check_argv(argv)
+            raise SupervisorClosed("this supervisor is closing")
+        args = check_argv(argv)
         check_scope_name("session", session)
         check_scope_name("agent", agent)
-        if not isinstance(tool, str) or not tool or any(c in tool for c in "\t\n\r\0"):
-            raise InvalidArgv(f"tool must be a non-empty single-line string, got {tool!r}")
-        cwd_s = _check_cwd(cwd)
-        overrides = _check_env(env)
-        if graceful_timeout is not None and not graceful_timeout >= 0:
-            raise ValueError(f"graceful_timeout must be ≥ 0, got {graceful_timeout!r}")
+        if not isinstance(tool, str) or not tool or not tool.isprintable():
+            raise InvalidArgv(f"tool must be a non-empty printable string, got {tool!r}")
+        cwd_s = check_cwd(cwd)
+        overrides = check_env(env)
+        grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)
         proc_id = self._next_id
         child_env = dict(os.environ)
         for key, value in (overrides or {}).items():
@@ -445,42 +392,46 @@ class Supervisor:
             else:
                 child_env[key] = value
         child_env[_linux.MARKER_VAR] = f"{self._token}:{proc_id}"
-        exe = _resolve(args[0], child_env, cwd_s)
+        exe = resolve(args[0], child_env, cwd_s)
         self._ensure_log_dir()
 
-        fds: list[int] = []
-        try:
+        with contextlib.ExitStack() as undo:
+            # Until the child is handed to the loop, any failure unwinds
+            # everything acquired so far, in reverse: the child too.
             try:
-                out_r, out_w = os.pipe2(os.O_CLOEXEC)
-                fds += (out_r, out_w)
-                err_r, err_w = os.pipe2(os.O_CLOEXEC)
-                fds += (err_r, err_w)
+                # The write ends are the child's: closed here whatever happens.
+                with contextlib.ExitStack() as write_ends:
+                    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+                    undo.callback(os.close, out_r)
+                    write_ends.callback(os.close, out_w)
+                    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                    undo.callback(os.close, err_r)
+                    write_ends.callback(os.close, err_w)
+                    popen = _spawn.popen(args, exe, cwd_s, child_env, self._devnull, out_w, err_w)
+            except ProcwindowError:
+                raise
             except OSError as exc:  # EMFILE, ENFILE
                 raise SpawnFailed(
-                    exc.errno, f"cannot create pipes for {args[0]!r}: {exc.strerror}"
+                    exc.errno,
+                    f"cannot create pipes for {args[0]!r}: {_spawn.os_error_text(exc)}",
                 ) from exc
-            popen = _popen(args, exe, cwd_s, child_env, self._devnull, out_w, err_w)
-        except BaseException:
-            for fd in fds:
-                os.close(fd)
-            raise
-        os.close(out_w)
-        os.close(err_w)
-        try:
-            pidfd = os.pidfd_open(popen.pid)
-        except OSError as exc:
-            # We cannot watch it: do not let it run unsupervised.
-            os.killpg(popen.pid, signal.SIGKILL)
-            popen.wait()
-            os.close(out_r)
-            os.close(err_r)
-            raise SpawnFailed(exc.errno, f"pidfd_open: {exc.strerror}") from exc
+            undo.callback(_kill_unwatched, popen)
+            try:
+                pidfd = os.pidfd_open(popen.pid)
+                undo.callback(os.close, pidfd)
+                fields = _linux.stat_fields(popen.pid)
+            except OSError as exc:
+                # We cannot watch it: do not let it run unsupervised.
+                raise SpawnFailed(
+                    exc.errno, f"cannot watch {args[0]!r}: {_spawn.os_error_text(exc)}"
+                ) from exc
+            if fields is None:
+                raise SpawnFailed(None, f"{args[0]!r} vanished as it started")
+            undo.pop_all()
         self._next_id += 1
-        start_time = _linux.stat_fields(popen.pid)
-        if start_time is not None:
-            if self._watchdog is not None:
-                self._watchdog.started(popen.pid, start_time[3])
-            self._statefile.started(popen.pid, start_time[3])
+        if self._watchdog is not None:
+            self._watchdog.started(popen.pid, fields[3])
+        self._statefile.started(popen.pid, fields[3])
         now_wall, now_mono = self._clock.time(), self._clock.monotonic()
         stream_fds = {Stream.STDOUT: out_r, Stream.STDERR: err_r}
         p = Proc(
@@ -499,16 +450,16 @@ class Supervisor:
             started_at=now_wall,
             started_mono=now_mono,
             exit_fut=loop.create_future(),
-            graceful_timeout=graceful_timeout,
+            graceful_timeout=grace,
         )
         self._procs[proc_id] = p
-        self._pgids.add(p.pgid)
+        _OWN_CHILDREN[p.os_pid] = functools.partial(self._on_pidfd, p)
         for stream, fd in stream_fds.items():
             os.set_blocking(fd, False)
             loop.add_reader(fd, self._on_readable, p, stream)
         loop.add_reader(pidfd, self._on_pidfd, p)
         self._publish(p, EventKind.START, os_pid=p.os_pid, tool=tool, cmd=p.cmd, at=now_wall)
-        self._schedule_sweep(SWEEP_INTERVAL)
+        self._schedule_sweep(SWEEP_INTERVAL, scan=False)
         return p
 
     async def restart(self, proc_id: int) -> Proc:
@@ -525,13 +476,23 @@ class Supervisor:
         )
 
     def _ensure_log_dir(self) -> None:
-        if not self._log_dir_ready:
-            try:
-                prepare_log_dir(self._log_dir)
-                self._log_dir_ready = True
-            except OSError as exc:
-                # Logging is best effort: each LogFile will carry the error.
-                log.warning("cannot create log dir %s: %s", self._log_dir, exc)
+        if self._log_dir_ready:
+            return
+        try:
+            if self._own_log_dir:
+                # Every level of ours is checked: procwindow/, logs/, the run's.
+                root = private_state_root()
+                private_dir(root, what="state directory")
+                private_dir(os.path.dirname(self._log_dir), what="log root")
+            private_dir(self._log_dir, what="log_dir")
+        except ProcwindowError:
+            raise  # unsafe: refuse rather than write output where others can reach it
+        except OSError as exc:
+            # Cannot be created (read-only, EACCES): capture goes on in memory
+            # and each LogFile carries the error.
+            log.warning("cannot create log dir %s: %s", self._log_dir, exc)
+            return
+        self._log_dir_ready = True
 
     # -- capture -------------------------------------------------------------
 
@@ -644,6 +605,7 @@ class Supervisor:
         self._loop.remove_reader(pidfd)
         os.close(pidfd)
         p._pidfd = None
+        _OWN_CHILDREN.pop(p.os_pid, None)
         if self._watchdog is not None:
             self._watchdog.reaped(p.os_pid)
         self._statefile.reaped(p.os_pid)
@@ -680,8 +642,7 @@ class Supervisor:
             cmd=p.cmd,
             at=p._ended_at,
         )
-        # Its orphans were just re-parented to us: adopt them soon, while they live.
-        self._schedule_sweep(_SWEEP_SOON)
+        self._schedule_sweep(SWEEP_INTERVAL, scan=False)  # to flush the guards
 
     # -- queries -------------------------------------------------------------
 
@@ -783,18 +744,18 @@ class Supervisor:
         if p._exit is not None:
             await self._stop_leftovers(p)
             return p._exit
-        if p._stop_task is None:
-            p._stop_task = asyncio.ensure_future(self._terminate(p))
-        return await asyncio.shield(p._stop_task)
+        task = p._stop_task
+        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
+            # A stop that failed (out of fds, say) is not the proc's fate: try again.
+            task = p._stop_task = asyncio.ensure_future(self._terminate(p))
+        return await asyncio.shield(task)
 
     async def kill(self, proc_id: int) -> ExitInfo:
         """SIGKILL to the proc's group and descendants now; wait for the exit."""
         p = self.get(proc_id)
         if p._exit is None:
             p._kill_requested = True
-            if p._state is not ProcState.STOPPING:
-                p._state = ProcState.STOPPING
-                self._publish(p, EventKind.STOPPING)
+            self._mark_stopping(p)
             self._signal_tree(p, signal.SIGKILL)
         else:
             self._kill_leftovers(p)
@@ -835,6 +796,7 @@ class Supervisor:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.log_path(proc_id, stream))
         del self._procs[proc_id]
+        self._retry_kill.discard(proc_id)
         self._out_dirty.discard(p)
         self._publish(p, EventKind.DISMISS)
 
@@ -846,13 +808,17 @@ class Supervisor:
         """``kill`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
 
+    def _mark_stopping(self, p: Proc) -> None:
+        if p._state is not ProcState.STOPPING:
+            p._state = ProcState.STOPPING
+            self._publish(p, EventKind.STOPPING)
+
     async def _terminate(self, p: Proc) -> ExitInfo:
         if p._exit is not None:  # it exited before this task first ran
             await self._stop_leftovers(p)
             return p._exit
-        p._state = ProcState.STOPPING
         p._signalled = True
-        self._publish(p, EventKind.STOPPING)
+        self._mark_stopping(p)
         self._signal_tree(p, signal.SIGTERM)
         self._signal_tree(p, signal.SIGCONT)
         grace = self._grace(p)
@@ -864,7 +830,7 @@ class Supervisor:
                 p._escalated = True
                 self._signal_tree(p, signal.SIGKILL, fresh=True)
             await asyncio.shield(p._exit_fut)
-        await self._stop_leftovers(p, deadline=deadline, already_termed=True)
+        await self._stop_leftovers(p, deadline=deadline, termed=True)
         assert p._exit is not None
         return p._exit
 
@@ -872,41 +838,53 @@ class Supervisor:
         return self.graceful_timeout if p.graceful_timeout is None else p.graceful_timeout
 
     async def _stop_leftovers(
-        self, p: Proc, deadline: float | None = None, already_termed: bool = False
+        self, p: Proc, deadline: float | None = None, *, termed: bool = False
     ) -> None:
-        """After the leader exited: TERM what remains of its tree, KILL it at the deadline."""
-        if not self._tree(p):
+        """After the leader exited: TERM what remains of its tree, KILL it at the
+        deadline. ``termed``: the tree already got SIGTERM with the leader."""
+        tree = self._tree(p)
+        if tree is not None and not tree:
             return
-        if not already_termed:
+        if not termed:
             self._signal_tree(p, signal.SIGTERM)
             self._signal_tree(p, signal.SIGCONT)
         if deadline is None:
             deadline = time.monotonic() + self._grace(p)
         # Nothing signals "a non-child pid died": poll /proc.
-        while self._tree(p) and time.monotonic() < deadline:  # noqa: ASYNC110
+        while time.monotonic() < deadline:
+            tree = self._tree(p)
+            if tree is not None and not tree:
+                return
             await asyncio.sleep(_TREE_POLL)
         self._kill_leftovers(p, fresh=True)
 
     def _kill_leftovers(self, p: Proc, fresh: bool = True) -> None:
         # Snapshots are shared by signals sent in one burst (term_all of 500
         # procs reads /proc once, not 500 times); ``fresh`` forces a new one.
-        if self._tree(p, fresh=fresh):
+        tree = self._tree(p, fresh=fresh)
+        if tree is None:
+            self._retry_later(p)
+        elif tree:
             self._signal_tree(p, signal.SIGKILL)
-            self._schedule_sweep(_TREE_POLL)
 
-    def _snap(self, fresh: bool = False) -> _Snapshot:
-        snap = self._snapshot
-        if fresh or snap is None or time.monotonic() - snap.taken > _SNAPSHOT_TTL:
-            snap = self._snapshot = _take_snapshot(self._needle, self._markers)
-        return snap
+    def _retry_later(self, p: Proc) -> None:
+        """The tree could not be seen (fd limit): the sweep kills it once it can."""
+        self._retry_kill.add(p.id)
+        self._schedule_sweep(SWEEP_INTERVAL)
 
-    def _tree(self, p: Proc, fresh: bool = False) -> dict[int, int]:
-        """Live members of a proc's tree, leader excluded: {pid: start time}.
+    def _snap(self, fresh: bool = False) -> Snapshot | None:
+        return self._scanner.snap(fresh) if self._scanner is not None else None
+
+    def _tree(self, p: Proc, fresh: bool = False) -> dict[int, int] | None:
+        """Live members of a proc's tree, leader excluded: {pid: start time}; None
+        when /proc cannot be read (out of fds), which is not "nothing left".
 
         Its descendants by parentage while the leader lives, plus every process
         carrying its marker (found even after a ``setsid`` and the leader's exit).
         """
         snap = self._snap(fresh)
+        if snap is None:
+            return None
         pids = set(snap.marked.get(p.id, ()))
         if p._pidfd is not None:
             pids.update(snap.descendants(p.os_pid))
@@ -923,9 +901,14 @@ class Supervisor:
         if pidfd is None:
             return False
         # The leader is unreaped, so its pid — and so its group id — cannot have
-        # been reused: killpg is safe. If the leader left its group, reach it by pidfd.
-        leader = _linux.stat_fields(p.os_pid)
-        if leader is not None and leader[2] != p.pgid:
+        # been reused: killpg is safe. If the leader left its group (or that
+        # cannot be looked up, at the fd limit), reach it by its pidfd as well.
+        try:
+            leader = _linux.stat_fields(p.os_pid)
+            left_group = leader is not None and leader[2] != p.pgid
+        except OSError:
+            left_group = True
+        if left_group:
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(pidfd, sig)
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -935,22 +918,43 @@ class Supervisor:
     def _signal_tree(self, p: Proc, sig: int, fresh: bool = False) -> None:
         group_sent = self._signal_group(p, sig)
         snap = self._snap(fresh)
-        for pid, start in self._tree(p).items():
+        tree = self._tree(p)
+        if snap is None or tree is None:
+            if sig == signal.SIGKILL:
+                self._retry_later(p)
+            return
+        if not group_sent and any(snap.info[pid][1] == p.pgid for pid in tree):
+            # The leader is gone but its group is not: a group id stays taken
+            # while any member lives, so it still names ours. One killpg also
+            # catches a member forking right now, which a pid-by-pid chase of
+            # a process that keeps re-forking would not.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(p.pgid, sig)
+            group_sent = True
+        for pid, start in tree.items():
             info = snap.info.get(pid)
             if group_sent and info is not None and info[1] == p.pgid:
                 continue  # the group signal reached it
-            now = _linux.stat_fields(pid)
+            try:
+                now = _linux.stat_fields(pid)
+            except OSError:  # out of fds: cannot check it is still that process
+                if sig == signal.SIGKILL:
+                    self._retry_later(p)
+                continue
             if now is None or now[3] != start:
                 continue  # gone, or its pid was reused since the snapshot
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
-            self._adopted.setdefault(pid, start)
 
-    # -- orphans ---------------------------------------------------------------
+    # -- leftovers and orphans -------------------------------------------------
 
-    def _schedule_sweep(self, delay: float) -> None:
+    def _schedule_sweep(self, delay: float, *, scan: bool = True) -> None:
+        """Sweep in ``delay`` seconds (or sooner, if one is due sooner). ``scan``:
+        that sweep reads /proc for leftovers; without it, it only checks on the
+        watchdog and the state file, which costs next to nothing."""
         if self._loop is None or self._closed:
             return
+        self._scan_due = self._scan_due or scan
         due = self._loop.time() + delay
         if self._sweep_handle is not None:
             if self._sweep_due <= due:
@@ -960,71 +964,78 @@ class Supervisor:
         self._sweep_handle = self._loop.call_later(delay, self._sweep)
 
     def _sweep(self) -> None:
-        """Kill what dismissed procs left behind; adopt orphaned descendants
-        (re-parented to us as subreaper) and reap the dead ones.
-
-        Never ``waitpid(-1)``: that would steal statuses of children the host
-        started. Only pids known to be ours are reaped, each by its own pid.
-        """
+        """Kill what dismissed procs left behind and the trees that could not be
+        seen before (fd limit), while any are found; keep the watchdog and the
+        state file up to date (a restarted watchdog is told what runs) while
+        any child runs."""
         self._sweep_handle = None
+        if self._scan_due:
+            self._scan_due = False
+            try:
+                self._scan_due = self._sweep_once() or bool(self._retry_kill)
+            except Exception:  # a sweep must never take the loop down
+                log.exception("leftover sweep failed")
+                self._scan_due = True
         try:
-            self._sweep_once()
-        except Exception:  # a sweep must never take the loop down
-            log.exception("orphan sweep failed")
-        if any(p._pidfd is not None for p in self._procs.values()) or self._adopted:
-            self._schedule_sweep(SWEEP_INTERVAL)
+            delivered = self._statefile.flush()
+            if self._watchdog is not None:
+                delivered = self._watchdog.flush() and delivered
+        except Exception:
+            log.exception("keeping the watchdog up to date failed")
+            delivered = False
+        running = any(p._pidfd is not None for p in self._procs.values())
+        if self._scan_due or not delivered or running:
+            self._schedule_sweep(SWEEP_INTERVAL, scan=self._scan_due)
 
-    def _sweep_once(self) -> None:
-        me = os.getpid()
+    def _sweep_once(self) -> bool:
+        """One sweep; True if it found something to kill (or could not look)."""
         snap = self._snap(fresh=True)
+        if snap is None:
+            return True
+        found = False
         for proc_id, pids in snap.marked.items():
             if proc_id in self._procs:
                 continue
             for pid in pids:  # a leftover of a dismissed proc
                 start = snap.info[pid][2]
-                now = _linux.stat_fields(pid)
+                try:
+                    now = _linux.stat_fields(pid)
+                except OSError:
+                    return True
                 if now is not None and now[3] == start:
                     with contextlib.suppress(ProcessLookupError, PermissionError):
                         os.kill(pid, signal.SIGKILL)
-                    self._adopted.setdefault(pid, start)
-        if not self._is_subreaper:
-            self._adopted.clear()  # init reaps them
-            return
-        leaders = {p.os_pid for p in self._procs.values() if p._pidfd is not None}
-        # Groups our procs led, also after their dismiss, while anything is in them.
-        present = {info[1] for info in snap.info.values()}
-        self._pgids.intersection_update(present | {p.pgid for p in self._procs.values()})
-        for pid in snap.children.get(me, ()):
-            if pid in leaders:
-                continue
-            state, pgrp, start = snap.info[pid]
-            marker = self._markers.get(pid)
-            ours = (
-                self._adopted.get(pid) == start
-                # seen alive with our marker (a zombie's environment is empty)
-                or (marker is not None and marker[0] == start and marker[1] is not None)
-                # a member, never the leader, of a group one of our procs led: the
-                # host's own children cannot be in it (a reused pid would lead it)
-                or (pgrp in self._pgids and pgrp != pid)
-            )
-            if not ours:
-                continue  # the host's own child: its status is not ours to take
-            if state == "Z":
-                with contextlib.suppress(ChildProcessError):
-                    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
-                self._adopted.pop(pid, None)
-            else:
-                self._adopted.setdefault(pid, start)
-        for pid, start in list(self._adopted.items()):
-            info = snap.info.get(pid)
-            if info is None or info[2] != start:
-                del self._adopted[pid]  # gone (reaped by init, or not our child)
+                    found = True
+        for proc_id in list(self._retry_kill):
+            self._retry_kill.discard(proc_id)
+            p = self._procs.get(proc_id)
+            if p is not None:
+                self._kill_leftovers(p, fresh=False)
+        return found
 
-    async def _reap_adopted(self, deadline: float) -> None:
-        while self._is_subreaper:
-            self._sweep_once()
-            if not self._adopted or time.monotonic() >= deadline:
-                return
+    def _reap_tick(self) -> None:
+        self._reap_handle = None
+        if self._closed or self._loop is None:
+            return
+        try:
+            reaped = _reap_orphans()
+        except Exception:
+            log.exception("reaping orphans failed")
+            reaped = 0
+        delay = _REAP_BUSY if reaped else REAP_INTERVAL
+        self._reap_handle = self._loop.call_later(delay, self._reap_tick)
+
+    async def _await_leftovers_gone(self, deadline: float) -> bool:
+        """After the final kill: wait (bounded) until no process carries our
+        marker; True if none does, False if some do or /proc cannot be read."""
+        while True:
+            if self._is_subreaper:
+                _reap_orphans()
+            snap = self._snap(fresh=True)
+            if snap is not None and not snap.marked:
+                return True
+            if time.monotonic() >= deadline:
+                return False
             await asyncio.sleep(_TREE_POLL)
 
     # -- reports ---------------------------------------------------------------
@@ -1034,53 +1045,24 @@ class Supervisor:
 
         ``pid status exit_code tool cmd start_unix runtime_sec``; ``pid`` is the
         proc id, status ``running|exited``, exit code ``-1`` while running
-        (``128+N`` after death by signal N), runtime with one decimal.
+        (``128+N`` after death by signal N), runtime with one decimal. Control
+        characters in a command are escaped, so each proc is one row.
         """
-        now = self._clock.monotonic()
-        rows = ["pid\tstatus\texit_code\ttool\tcmd\tstart_unix\truntime_sec"]
-        for p in self.procs(session, agent):
-            status = "exited" if p._exit is not None else "running"
-            code = p._exit.code if p._exit is not None else -1
-            rows.append(
-                f"{p.id}\t{status}\t{code}\t{p.tool}\t{p.cmd}\t{int(p.started_at)}"
-                f"\t{p.runtime(now):.1f}"
-            )
-        return "\n".join(rows) + "\n"
+        return idx_text(self.procs(session, agent), self._clock.monotonic())
 
     def top(self, session: str | None = None, agent: str | None = None) -> str:
         """A human-readable table of a scope's procs, newest first."""
-        now = self._clock.monotonic()
-        head = ("ID", "PID", "SCOPE", "TOOL", "STATUS", "EXIT", "RUNTIME", "COMMAND")
-        rows = [head]
-        for p in self.procs(session, agent):
-            code = f"{p._exit.code} {p._exit.reason}" if p._exit is not None else "-"
-            status = p.state.value
-            rows.append(
-                (
-                    str(p.id),
-                    str(p.os_pid),
-                    f"{p.session}/{p.agent}",
-                    p.tool,
-                    status,
-                    code,
-                    format_runtime(p.runtime(now)),
-                    p.cmd,
-                )
-            )
-        widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
-        return "".join(
-            "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
-            for r in rows
-        )
+        return top_text(self.procs(session, agent), self._clock.monotonic())
 
     def stats(self, proc_id: int) -> ProcStats:
         """CPU %, RSS, I/O bytes and threads of the proc's whole live tree.
 
         CPU % is measured since the previous call for the same processes (0.0 the
         first time), so call it at a steady interval (the window: once a second).
+        Out of file descriptors it counts what it can (the leader at least).
         """
         p = self.get(proc_id)
-        pids = list(self._tree(p))
+        pids = list(self._tree(p) or ())
         if p._pidfd is not None:
             pids.insert(0, p.os_pid)
         cache = p._ps_cache
@@ -1101,140 +1083,10 @@ class Supervisor:
                         rd += io.read_bytes
                         wr += io.write_bytes
                 fresh[pid] = proc
-            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied):
+            except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied, OSError):
                 continue
         p._ps_cache = fresh
         return ProcStats(cpu, rss, rd, wr, threads, max(0, len(fresh) - (p._pidfd is not None)))
-
-
-def format_runtime(seconds: float) -> str:
-    """``45s``, ``2m 34s``, ``1h 02m`` — the window's and ``top``'s runtime text."""
-    s = int(seconds)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h {s % 3600 // 60:02d}m"
-    return f"{s // 86400}d {s % 86400 // 3600:02d}h"
-
-
-# -- spawn helpers -----------------------------------------------------------------
-
-
-def _check_argv(argv: object) -> tuple[str, ...]:
-    if isinstance(argv, (str, bytes)):
-        raise InvalidArgv(f"argv must be a sequence of strings, not a {type(argv).__name__}")
-    if not isinstance(argv, Iterable):
-        raise InvalidArgv(f"argv must be a sequence of strings, got {argv!r}")
-    args = tuple(argv)
-    if not args:
-        raise InvalidArgv("argv is empty")
-    for i, arg in enumerate(args):
-        if not isinstance(arg, str):
-            raise InvalidArgv(f"argv[{i}] is a {type(arg).__name__}, not a str: {arg!r}")
-        if "\0" in arg:
-            raise InvalidArgv(f"argv[{i}] contains a NUL byte: {arg!r}")
-    if not args[0]:
-        raise InvalidArgv("argv[0] is empty")
-    return args
-
-
-def _check_cwd(cwd: str | os.PathLike[str] | None) -> str | None:
-    if cwd is None:
-        return None
-    path = os.fspath(cwd)
-    if "\0" in path:
-        raise CwdMissing(path, "contains a NUL byte")
-    if not os.path.exists(path):
-        raise CwdMissing(path)
-    if not os.path.isdir(path):
-        raise CwdMissing(path, "not a directory")
-    return path
-
-
-def _check_env(env: Mapping[str, str | None] | None) -> dict[str, str | None] | None:
-    if env is None:
-        return None
-    out: dict[str, str | None] = {}
-    for key, value in env.items():
-        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-            raise InvalidArgv(f"invalid environment variable name: {key!r}")
-        if value is not None and not isinstance(value, str):
-            raise InvalidArgv(f"environment variable {key} must be a str or None, got {value!r}")
-        if value is not None and "\0" in value:
-            raise InvalidArgv(f"environment variable {key} contains a NUL byte: {value!r}")
-        out[key] = value
-    return out
-
-
-def _resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
-    """The file to execute, or CommandNotFound / NotExecutable."""
-    if "/" in cmd:
-        path = cmd if os.path.isabs(cmd) else os.path.join(cwd or os.getcwd(), cmd)
-        if not os.path.exists(path):
-            raise CommandNotFound(cmd)
-        _check_executable(cmd, path)
-        return path
-    denied: str | None = None
-    for folder in os.get_exec_path(dict(env)):
-        path = os.path.join(folder or ".", cmd)
-        if os.path.isfile(path):
-            if os.access(path, os.X_OK):
-                return path
-            denied = denied or path
-    if denied is not None:
-        raise NotExecutable(denied)
-    raise CommandNotFound(cmd)
-
-
-def _check_executable(cmd: str, path: str) -> None:
-    if os.path.isdir(path):
-        raise NotExecutable(cmd, "is a directory")
-    if not os.access(path, os.X_OK):
-        raise NotExecutable(cmd)
-
-
-def _popen(
-    args: tuple[str, ...],
-    exe: str,
-    cwd: str | None,
-    env: dict[str, str],
-    stdin: int | None,
-    out_w: int,
-    err_w: int,
-) -> subprocess.Popen[bytes]:
-    try:
-        # Popen takes the vfork/posix_spawn fast path (no preexec_fn). process_group=0
-        # puts the child in a group of its own before it execs.
-        return subprocess.Popen(
-            args,
-            executable=exe,
-            stdin=stdin,
-            stdout=out_w,
-            stderr=err_w,
-            cwd=cwd,
-            env=env,
-            process_group=0,
-            close_fds=True,
-        )
-    except FileNotFoundError as exc:
-        if cwd is not None and exc.filename == cwd:
-            raise CwdMissing(cwd) from exc
-        raise CommandNotFound(args[0]) from exc
-    except PermissionError as exc:
-        raise NotExecutable(exe, exc.strerror or "permission denied") from exc
-    except IsADirectoryError as exc:
-        raise NotExecutable(exe, "is a directory") from exc
-    except OSError as exc:
-        if exc.errno == errno.E2BIG:
-            size = sum(len(a) + 1 for a in args)
-            raise InvalidArgv(
-                f"argument list too long for the kernel ({size} bytes, E2BIG)"
-            ) from exc
-        if exc.errno == errno.ENOEXEC:
-            raise NotExecutable(exe, "exec format error") from exc
-        raise SpawnFailed(exc.errno, f"cannot start {args[0]!r}: {exc.strerror}") from exc
 
 
 def _exit_reason(p: Proc, code: int, sig: int | None, stolen: bool) -> ExitReason:
@@ -1247,3 +1099,40 @@ def _exit_reason(p: Proc, code: int, sig: int | None, stolen: bool) -> ExitReaso
     if sig is None and code == 0 and not stolen:
         return ExitReason.EXITED
     return ExitReason.FAILED
+
+
+def _kill_unwatched(popen: subprocess.Popen[bytes]) -> None:
+    """A child we could not start watching: it must not run unsupervised."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(popen.pid, signal.SIGKILL)
+    popen.wait()
+
+
+def _reap_orphans() -> int:
+    """Reap every zombie child of this process; return how many were orphans.
+
+    Only for a subreaper that owns its process: a zombie that is one of our
+    procs (or a watchdog) is handed to its owner, which records its exit; any
+    other is an orphan re-parented here, reaped by its own pid. ``WNOWAIT``
+    peeks without reaping, so the owner still gets its status.
+    """
+    reaped = 0
+    last = 0
+    while True:
+        try:
+            res = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return reaped
+        if res is None:
+            return reaped
+        pid = res.si_pid
+        owner = _OWN_CHILDREN.get(pid)
+        if owner is not None:
+            if pid == last:
+                return reaped  # its owner did not reap it (yet): do not spin
+            last = pid
+            owner()
+            continue
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
+        reaped += 1

@@ -18,11 +18,13 @@ def check_scope_name(kind: str, name: object) -> str:
     """Return ``name`` if it can be one topic token, else raise InvalidScope."""
     if not isinstance(name, str) or not name:
         raise InvalidScope(f"{kind} must be a non-empty string, got {name!r}")
-    bad = _FORBIDDEN.intersection(name)
+    bad = set(_FORBIDDEN.intersection(name))
+    if not name.isprintable():
+        bad.update(c for c in name if not c.isprintable())
     if bad:
         raise InvalidScope(
             f"{kind} {name!r} contains {''.join(sorted(bad))!r}; "
-            "names may not contain '.', '*', '>' or whitespace"
+            "names may not contain '.', '*', '>', whitespace or control characters"
         )
     return name
 

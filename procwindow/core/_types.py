@@ -101,6 +101,8 @@ class EventKind(enum.StrEnum):
     """The last token of an event topic.
 
     ``stopping``: ``term`` or ``kill`` was asked for; ``exit`` follows.
+    ``missed``: not about a proc; the subscriber fell behind and ``Event.missed``
+    events matching its pattern were dropped (topic ``missed``, proc 0).
     """
 
     START = "start"
@@ -108,6 +110,7 @@ class EventKind(enum.StrEnum):
     EXIT = "exit"
     OUTPUT = "output"
     DISMISS = "dismiss"
+    MISSED = "missed"
 
 
 @dataclass(frozen=True, slots=True)

@@ -110,13 +110,36 @@ def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(run, tmp_path
             assert sup.read(flood.id).lines[-1].text == "199999"  # capture went on
             assert never_reads.missed > 30
             first = [never_reads.get_nowait() for _ in range(5)]
-            assert all(ev is not None for ev in first)
+            assert all(ev is not None and ev.kind is not EventKind.MISSED for ev in first)
+            # The loss is told at once, without waiting for another event.
+            gap = never_reads.get_nowait()
+            assert gap is not None
+            assert (gap.kind, gap.topic, gap.missed) == (
+                EventKind.MISSED,
+                "missed",
+                never_reads.missed,
+            )
             assert never_reads.get_nowait() is None
             p = await sup.spawn(["true"], session="s", agent="a")
             await sup.wait(p.id)
             nxt = never_reads.get_nowait()
             assert nxt is not None
-            assert nxt.missed == never_reads.missed
+            assert (nxt.kind, nxt.missed) == (EventKind.START, 0)  # told once, not twice
+
+    run(main())
+
+
+def test_a_subscriber_blocked_on_an_empty_queue_hears_of_a_gap(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            sub = sup.subscribe("session.s.>", maxsize=2)
+            procs = [await sup.spawn(["true"], session="s", agent="a") for _ in range(4)]
+            for p in procs:
+                await sup.wait(p.id)
+            got = [await asyncio.wait_for(sub.__anext__(), 5) for _ in range(3)]
+            assert [ev.kind for ev in got[:2]] == [EventKind.START, EventKind.START]
+            assert got[2].kind is EventKind.MISSED
+            assert got[2].missed == sub.missed > 0
 
     run(main())
 

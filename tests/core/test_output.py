@@ -251,7 +251,8 @@ def test_removed_log_dir_keeps_capture_and_reports(run, tmp_path):
 def _tmpfs(path: Path, size: str) -> bool:
     path.mkdir()
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
     )
     return done.returncode == 0
 

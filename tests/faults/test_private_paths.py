@@ -1,0 +1,260 @@
+"""The log directory is ours or refused; a log path is our regular file or refused.
+
+Each case plants what an attacker (another user, or a careless one) could put
+where procwindow writes, and checks that nothing blocks, nothing is written
+through it, nothing is disclosed, and the error names the problem.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import pwd
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from procwindow import Supervisor, UnsafePath
+from procwindow.core._private import open_private_file, private_dir
+
+from ..core.helpers import until
+
+ROOT = Path(__file__).resolve().parents[2]
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to chown to another user")
+
+
+def _nobody() -> int:
+    return pwd.getpwnam("nobody").pw_uid
+
+
+async def _run_echo(sup: Supervisor, text: str = "secret output"):
+    p = await sup.spawn(["echo", text], session="s", agent="a")
+    await asyncio.wait_for(sup.wait(p.id), 10)
+    await until(lambda: not p.output_open)
+    return p
+
+
+# -- the directory ---------------------------------------------------------------
+
+
+def test_a_symlinked_log_dir_is_refused(tmp_path):
+    real = tmp_path / "real"
+    real.mkdir(mode=0o700)
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    with pytest.raises(UnsafePath, match="symlink") as err:
+        Supervisor(log_dir=link)
+    assert err.value.path == str(link) and err.value.what == "log_dir"
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777, 0o702])
+def test_a_log_dir_others_can_write_is_refused(tmp_path, mode):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(mode)
+    with pytest.raises(UnsafePath, match="writable by others"):
+        Supervisor(log_dir=shared)
+
+
+@needs_root
+def test_another_users_log_dir_is_refused(tmp_path):
+    theirs = tmp_path / "theirs"
+    theirs.mkdir(mode=0o700)
+    os.chown(theirs, _nobody(), -1)
+    with pytest.raises(UnsafePath, match="belongs to uid"):
+        Supervisor(log_dir=theirs)
+
+
+def test_a_log_dir_that_turns_unsafe_before_the_first_spawn_is_refused(tmp_path):
+    later = tmp_path / "later"
+
+    async def main():
+        async with Supervisor(log_dir=later) as sup:
+            later.mkdir()
+            later.chmod(0o777)
+            with pytest.raises(UnsafePath):
+                await sup.spawn(["true"], session="s", agent="a")
+            assert sup.procs() == []  # nothing started
+
+    asyncio.run(main())
+
+
+@pytest.mark.parametrize("planted", ["symlink", "world-writable"])
+def test_the_default_log_root_is_checked_at_every_level(tmp_path, monkeypatch, planted):
+    state = tmp_path / "xdg"
+    state.mkdir()
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    if planted == "symlink":
+        (state / "procwindow").symlink_to(elsewhere)
+    else:
+        (state / "procwindow").mkdir()
+        (state / "procwindow").chmod(0o777)
+
+    async def main():
+        async with Supervisor() as sup:
+            with pytest.raises(UnsafePath, match="state directory"):
+                await sup.spawn(["true"], session="s", agent="a")
+
+    asyncio.run(main())
+    assert list(elsewhere.iterdir()) == []
+
+
+def test_the_default_log_dir_is_private_and_removed_on_close(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+
+    async def main():
+        async with Supervisor() as sup:
+            await _run_echo(sup)
+            for level in (tmp_path / "procwindow", tmp_path / "procwindow" / "logs"):
+                assert stat.S_IMODE(level.stat().st_mode) == 0o700
+            assert stat.S_IMODE(os.stat(sup.log_dir).st_mode) == 0o700
+            return sup.log_dir
+
+    log_dir = asyncio.run(main())
+    assert not os.path.exists(log_dir)
+
+
+def test_serve_with_an_unsafe_log_dir_is_a_one_line_error(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    done = subprocess.run(
+        [sys.executable, "-m", "procwindow", "serve", "--name", "pl", "--log-dir", str(shared)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.count("\n") == 1 and "writable by others" in done.stderr
+
+
+# -- the files -------------------------------------------------------------------
+
+
+def test_a_fifo_planted_at_a_log_path_never_blocks_nor_receives_output(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    fifo = logs / "1.stdout.log"
+    os.mkfifo(fifo)
+    # A reader holds the FIFO open, as an attacker waiting for the output would.
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+
+        async def main():
+            async with Supervisor(log_dir=logs) as sup:
+                p = await asyncio.wait_for(_run_echo(sup), 10)  # the loop never blocks
+                assert [line.text for line in sup.read(p.id).lines] == ["secret output"]
+                assert p.log_error is not None and "not a regular file" in p.log_error
+
+        asyncio.run(main())
+        try:
+            leaked = os.read(reader, 100)
+        except BlockingIOError:  # no writer ever came
+            leaked = b""
+        assert leaked == b""  # nothing was written into it
+        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    finally:
+        os.close(reader)
+
+
+def test_a_fifo_nobody_reads_is_refused_too(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    os.mkfifo(logs / "1.stdout.log")
+
+    async def main():
+        async with Supervisor(log_dir=logs) as sup:
+            p = await asyncio.wait_for(_run_echo(sup), 10)
+            assert p.log_error is not None and "not a regular file" in p.log_error
+
+    asyncio.run(main())
+
+
+def test_a_symlink_planted_at_a_log_path_is_not_followed(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    target = tmp_path / "victim"
+    target.write_text("keep me\n")
+    (logs / "1.stdout.log").symlink_to(target)
+
+    async def main():
+        async with Supervisor(log_dir=logs) as sup:
+            p = await _run_echo(sup)
+            assert p.log_error is not None and "symlink" in p.log_error
+
+    asyncio.run(main())
+    assert target.read_text() == "keep me\n"
+
+
+def test_a_precreated_open_log_file_is_narrowed_to_0600(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    log = logs / "1.stdout.log"
+    log.write_text("stale\n")
+    log.chmod(0o666)
+
+    async def main():
+        async with Supervisor(log_dir=logs) as sup:
+            p = await _run_echo(sup)
+            assert p.log_error is None
+
+    asyncio.run(main())
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
+    assert log.read_text() == "secret output\n"
+
+
+@needs_root
+def test_another_users_file_at_a_log_path_is_refused_and_untouched(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    theirs = logs / "1.stdout.log"
+    theirs.write_text("theirs\n")
+    theirs.chmod(0o644)
+    os.chown(theirs, _nobody(), -1)
+
+    async def main():
+        async with Supervisor(log_dir=logs) as sup:
+            p = await _run_echo(sup)
+            assert p.log_error is not None and "belongs to uid" in p.log_error
+
+    asyncio.run(main())
+    assert theirs.read_text() == "theirs\n"
+    assert theirs.stat().st_uid == _nobody()
+
+
+def test_a_hard_link_at_a_log_path_is_refused(tmp_path):
+    logs = tmp_path / "logs"
+    logs.mkdir(mode=0o700)
+    outside = tmp_path / "outside"
+    outside.write_text("outside\n")
+    os.link(outside, logs / "1.stdout.log")
+
+    async def main():
+        async with Supervisor(log_dir=logs) as sup:
+            p = await _run_echo(sup)
+            assert p.log_error is not None and "hard links" in p.log_error
+
+    asyncio.run(main())
+    assert outside.read_text() == "outside\n"
+
+
+# -- the helpers themselves --------------------------------------------------------
+
+
+def test_private_dir_creates_missing_levels_0700(tmp_path):
+    deep = tmp_path / "a" / "b"
+    private_dir(str(deep), what="test dir")
+    assert stat.S_IMODE(deep.stat().st_mode) == 0o700
+
+
+def test_open_private_file_refuses_a_device(tmp_path):
+    with pytest.raises(UnsafePath, match="not a regular file"):
+        open_private_file("/dev/null", what="test file")

@@ -1,0 +1,124 @@
+"""No zombie accumulates: neither the host's own nor those of a process that re-forks.
+
+By default the supervisor leaves the host's process alone (no subreaper), so a
+host that runs ``sh -c 'cmd &'`` itself keeps init as the reaper of those
+orphans. ``subreaper=True`` (``procwindow serve``, the window) reaps every
+orphan that is re-parented to the process, at once and in bursts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+
+from procwindow import ExitReason, Supervisor
+
+from ..core.helpers import py
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _zombie_children(pid: int) -> int:
+    try:
+        children = psutil.Process(pid).children()
+    except psutil.NoSuchProcess:
+        return 0
+    count = 0
+    for child in children:
+        try:
+            count += child.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            continue
+    return count
+
+
+HOST_USES_SUBPROCESS = textwrap.dedent(
+    """
+    import asyncio, os, subprocess, sys, time
+    import psutil
+    from procwindow import Supervisor
+
+    async def main():
+        async with Supervisor(log_dir=os.environ["LOGS"]) as sup:
+            p = await sup.spawn(["sleep", "30"], session="s", agent="a")
+            codes = []
+            for _ in range(20):
+                # The host's own commands, backgrounding grandchildren of their own.
+                codes.append(subprocess.run(["sh", "-c", "sleep 0.05 & exit 7"]).returncode)
+                popen = subprocess.Popen(["sh", "-c", "exit 3"])
+                codes.append(popen.wait())
+            await asyncio.sleep(1.0)  # every backgrounded sleep has ended by now
+            zombies = [
+                c.pid for c in psutil.Process().children()
+                if c.status() == psutil.STATUS_ZOMBIE
+            ]
+            print(sorted(set(codes)), len(zombies), flush=True)
+            await sup.kill(p.id)
+
+    asyncio.run(main())
+    """
+)
+
+
+def test_a_host_that_runs_commands_of_its_own_keeps_their_statuses_and_no_zombies(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", HOST_USES_SUBPROCESS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, PYTHONPATH=str(ROOT), LOGS=str(tmp_path / "logs")),
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["[3,", "7]", "0"], done.stdout
+
+
+#: The proc's leader starts a process whose every generation forks the next and
+#: exits at once: thousands of orphans a second, all in the proc's process group.
+PID_HOPPER = py(
+    """
+    import os, time
+    if os.fork() == 0:
+        while True:
+            if os.fork():
+                os._exit(0)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_pid_hopper_leaves_no_zombie_pile_under_a_subreaper(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, subreaper=True, graceful_timeout=1) as sup:
+            p = await sup.spawn(PID_HOPPER, session="s", agent="a")
+            peak = 0
+            started = time.monotonic()
+            while time.monotonic() - started < 2.0:
+                peak = max(peak, _zombie_children(os.getpid()))
+                await asyncio.sleep(0.05)
+            info = await sup.term(p.id)  # stops the whole group
+            assert info.reason is ExitReason.TERMINATED
+            return peak
+
+    peak = run(main())
+    # Unreaped, two seconds of hopping leave thousands; reaped as they come, a handful.
+    assert peak < 200, peak
+
+
+def test_a_pid_hopper_is_stopped_by_term_without_a_subreaper(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=1) as sup:
+            p = await sup.spawn(PID_HOPPER, session="s", agent="a")
+            await asyncio.sleep(0.3)
+            await sup.term(p.id)
+            snap = sup._snap(fresh=True)
+            assert snap is not None
+            assert snap.marked.get(p.id, []) == []
+
+    run(main())
