@@ -44,7 +44,7 @@ QtObject {
 
     // Type.
     readonly property string monoFamily: "DejaVu Sans Mono"
-    readonly property string uiFamily: Qt.application.font.family
+    readonly property string uiFamily: Application.font.family
     readonly property int fontSize: 13
     readonly property int smallFontSize: 11
     readonly property int monoFontSize: 12
