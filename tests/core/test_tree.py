@@ -156,7 +156,8 @@ def test_dismiss_kills_a_daemon_that_let_go_of_the_pipes(run, tmp_path):
 
 
 def test_reaping_orphans_never_steals_a_host_childs_status(run, tmp_path):
-    """The host's own children keep their exit statuses while orphans are reaped."""
+    """The host's own children keep their exit statuses; the orphans of our procs
+    are not left as zombies of the host."""
     orphan_maker = """
         import subprocess, sys
         for _ in range(3):
@@ -170,7 +171,7 @@ def test_reaping_orphans_never_steals_a_host_childs_status(run, tmp_path):
             host_children = [subprocess.Popen(["sh", "-c", f"sleep 0.5; exit {c}"]) for c in (3, 4)]
             p = await sup.spawn(py(orphan_maker), session="s", agent="a")
             await sup.wait(p.id)
-            # orphans die at ~0.3 s and are reaped by sweeps; host children exit at 0.5 s
+            # orphans die at ~0.3 s (init reaps them); host children exit at 0.5 s
             await asyncio.sleep(2.5)
             assert [c.wait(timeout=5) for c in host_children] == [3, 4]
             assert not [
