@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -9,6 +11,7 @@ from typing import Any
 from ..core import Event, ExitInfo, Line, Proc, ProcwindowError
 
 __all__ = [
+    "MAX_DEPTH",
     "MAX_REQUEST",
     "OPS",
     "PROTOCOL_VERSION",
@@ -24,6 +27,8 @@ __all__ = [
 PROTOCOL_VERSION = 1
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
+#: How deeply a request's arrays and objects may nest.
+MAX_DEPTH = 32
 
 #: Every request the server knows, with the fields each takes (besides v, op, id).
 OPS: dict[str, frozenset[str]] = {
@@ -49,7 +54,8 @@ class ProtocolError(ProcwindowError):
     """A request the server cannot take: malformed, unknown, or too big.
 
     ``code`` is a stable word for programs: ``malformed``, ``unknown-op``,
-    ``bad-field``, ``too-large``, ``version``, ``forbidden``.
+    ``bad-field``, ``too-large``, ``too-slow``, ``busy``, ``version``,
+    ``forbidden`` (docs/protocol.md says when each is sent).
     """
 
     def __init__(self, code: str, message: str) -> None:
@@ -62,16 +68,28 @@ def encode(obj: Mapping[str, Any]) -> bytes:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def decode_request(line: bytes) -> dict[str, Any]:
     """Parse and check one request line; raise ProtocolError with the fault."""
     try:
-        req = json.loads(line)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        req = json.loads(line, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise ProtocolError(
+            "malformed", f"not a JSON object: nested more than {MAX_DEPTH} levels deep"
+        ) from None
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, NaN, a 5000-digit int
         raise ProtocolError("malformed", f"not a JSON object: {exc}") from None
     if not isinstance(req, dict):
         raise ProtocolError("malformed", "a request is a JSON object")
+    if not _shallow(req, MAX_DEPTH):
+        raise ProtocolError(
+            "malformed", f"not a JSON object: nested more than {MAX_DEPTH} levels deep"
+        )
     version = req.get("v", PROTOCOL_VERSION)
-    if version != PROTOCOL_VERSION:
+    if type(version) is not int or version != PROTOCOL_VERSION:
         raise ProtocolError(
             "version", f"protocol version {version!r} is not supported (this server speaks 1)"
         )
@@ -86,6 +104,22 @@ def decode_request(line: bytes) -> dict[str, Any]:
     if extra:
         raise ProtocolError("bad-field", f"{op}: unknown field(s) {', '.join(sorted(extra))}")
     return req
+
+
+def _shallow(value: object, limit: int) -> bool:
+    """True if ``value`` nests at most ``limit`` levels (checked without recursion,
+    so that echoing or inspecting it later cannot hit the recursion limit)."""
+    stack: list[tuple[list[Any] | dict[str, Any], int]] = []
+    if isinstance(value, (dict, list)):
+        stack.append((value, 1))
+    while stack:
+        item, depth = stack.pop()
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, (dict, list)):
+                if depth >= limit:
+                    return False
+                stack.append((child, depth + 1))
+    return True
 
 
 def exit_to_json(info: ExitInfo | None) -> dict[str, Any] | None:
@@ -133,24 +167,26 @@ def line_to_json(line: Line) -> dict[str, Any]:
     return out
 
 
+#: Event fields renamed on the wire.
+_EVENT_NAMES = {"proc_id": "proc"}
+
+
 def event_to_json(ev: Event) -> dict[str, Any]:
-    """An event as JSON, without the fields that do not apply to its kind."""
-    out: dict[str, Any] = {
-        "topic": ev.topic,
-        "kind": ev.kind.value,
-        "proc": ev.proc_id,
-        "session": ev.session,
-        "agent": ev.agent,
-        "time": ev.time,
-    }
-    for name in ("os_pid", "tool", "cmd", "code", "signal", "runtime", "first_seq", "last_seq"):
-        value = getattr(ev, name)
-        if value is not None:
-            out[name] = value
-    if ev.reason is not None:
-        out["reason"] = ev.reason.value
-    if ev.stream is not None:
-        out["stream"] = ev.stream.value
-    if ev.missed:
-        out["missed"] = ev.missed
+    """An event as JSON: every field of it, without those that do not apply to its kind.
+
+    Fields are taken from the Event itself, so a kind or a field the supervisor
+    adds reaches clients without a change here.
+    """
+    out: dict[str, Any] = {}
+    for field in dataclasses.fields(ev):
+        value = getattr(ev, field.name)
+        if field.name == "missed":
+            if value:
+                out["missed"] = value
+            continue
+        if value is None:
+            continue
+        out[_EVENT_NAMES.get(field.name, field.name)] = (
+            value.value if isinstance(value, enum.Enum) else value
+        )
     return out

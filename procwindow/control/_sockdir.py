@@ -7,56 +7,85 @@ import re
 import stat
 
 from ..core import ProcwindowError
+from ..core._private import private_dir
 
-__all__ = ["SocketDirError", "check_name", "default_socket_path", "socket_dir"]
+__all__ = ["SocketDirError", "check_name", "default_socket_path", "lock_path_for", "socket_dir"]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 class SocketDirError(ProcwindowError):
-    """The socket directory is unsafe (not ours, open to others, a symlink) or unusable."""
+    """The socket directory or path is unsafe or unusable, or a server name is invalid.
+
+    Unsafe means a symlink, another user's, or writable by others; the message
+    says which (it carries UnsafePath's when that was the cause).
+    """
 
 
 def check_name(name: str) -> str:
     """A server name becomes a file name: letters, digits, ``.``, ``_``, ``-``."""
-    if not _NAME.fullmatch(name):
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise SocketDirError(
-            f"invalid server name {name!r}: use 1-64 letters, digits, '.', '_' or '-'"
+            f"invalid server name {name!r}: use 1-64 letters, digits, '.', '_' or '-',"
+            " starting with a letter or digit"
         )
     return name
 
 
 def socket_dir(create: bool = True) -> str:
-    """``$XDG_RUNTIME_DIR/procwindow``, else ``/tmp/procwindow-<uid>``: mode 0700, ours.
+    """``$XDG_RUNTIME_DIR/procwindow``, else ``/tmp/procwindow-<uid>``: ours, mode 0700.
 
-    Refuses a directory that is a symlink, belongs to another user, or is open to
-    others (after trying to close it, if it is ours).
+    Refuses (SocketDirError) a directory that is a symlink, belongs to another
+    user, or is writable by anyone else: a socket planted there could pass for
+    ours. A directory of ours that others may merely read or enter is narrowed
+    to 0700 when ``create`` (a server is about to listen there); without
+    ``create`` (a client looking for a server) nothing is changed, and a
+    missing directory is returned as it is.
     """
     runtime = os.environ.get("XDG_RUNTIME_DIR")
-    if runtime and os.path.isdir(runtime):
+    if runtime and os.path.isabs(runtime) and os.path.isdir(runtime):
         path = os.path.join(runtime, "procwindow")
     else:
         path = os.path.join("/tmp", f"procwindow-{os.getuid()}")
-    if create:
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        except OSError as exc:
-            raise SocketDirError(f"cannot create {path}: {exc.strerror}") from exc
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return path
-    if not stat.S_ISDIR(st.st_mode):
-        raise SocketDirError(f"{path} is not a directory (a symlink?); refusing to use it")
-    if st.st_uid != os.getuid():
-        raise SocketDirError(f"{path} belongs to uid {st.st_uid}, not to us; refusing to use it")
-    if st.st_mode & 0o077:
-        os.chmod(path, 0o700)
+        private_dir(path, what="socket directory", create=create)
+    except ProcwindowError as exc:
+        raise SocketDirError(str(exc)) from exc
+    except OSError as exc:
+        raise SocketDirError(f"cannot create socket directory {path}: {exc.strerror}") from exc
+    if create:
+        _narrow(path)
     return path
+
+
+def _narrow(path: str) -> None:
+    """chmod 0700 through a descriptor, so that a swapped-in symlink is never followed."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise SocketDirError(f"cannot open socket directory {path}: {exc.strerror}") from exc
+    try:
+        st = os.fstat(fd)
+        if st.st_uid != os.getuid():
+            raise SocketDirError(
+                f"unsafe socket directory {path}: belongs to uid {st.st_uid}; refusing to use it"
+            )
+        if stat.S_IMODE(st.st_mode) & 0o077:
+            os.fchmod(fd, 0o700)
+    finally:
+        os.close(fd)
 
 
 def default_socket_path(name: str = "default", create: bool = True) -> str:
     """The path of server ``name``'s socket."""
-    return os.path.join(socket_dir(create), f"{check_name(name)}.sock")
+    check_name(name)
+    return os.path.join(socket_dir(create), f"{name}.sock")
+
+
+def lock_path_for(socket_path: str) -> str:
+    """The lock file a server holds for as long as it owns ``socket_path``.
+
+    ``<name>.sock`` goes with ``<name>.lock``; any other path with ``<path>.lock``.
+    """
+    base = socket_path[: -len(".sock")] if socket_path.endswith(".sock") else socket_path
+    return base + ".lock"

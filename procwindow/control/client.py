@@ -43,13 +43,16 @@ class Client:
 
     def __init__(self, path: str, timeout: float | None = 30.0) -> None:
         self.path = path
-        self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            raise CannotConnect(path, exc.strerror or str(exc)) from None
         self._sock.settimeout(timeout)
         try:
             self._sock.connect(path)
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
             self._sock.close()
-            raise CannotConnect(path, exc.strerror or str(exc)) from None
+            raise CannotConnect(path, getattr(exc, "strerror", None) or str(exc)) from None
         self._file = self._sock.makefile("rb")
         self._next_id = 1
 
@@ -69,14 +72,35 @@ class Client:
         self._next_id += 1
         body = {"v": PROTOCOL_VERSION, "op": op, "id": req_id}
         body.update({k: v for k, v in fields.items() if v is not None})
-        self._sock.sendall(encode(body))
+        try:
+            self._sock.sendall(encode(body))
+        except OSError as exc:
+            raise ServerError(
+                "ConnectionClosed", f"lost the connection to the server: {exc.strerror or exc}"
+            ) from None
         return req_id
 
     def _receive(self) -> dict[str, Any]:
-        line = self._file.readline()
+        try:
+            line = self._file.readline()
+        except OSError as exc:
+            raise ServerError(
+                "ConnectionClosed", f"lost the connection to the server: {exc.strerror or exc}"
+            ) from None
         if not line:
             raise ServerError("ConnectionClosed", "the server closed the connection")
-        message: dict[str, Any] = json.loads(line)
+        if not line.endswith(b"\n"):
+            raise ServerError(
+                "ConnectionClosed", "the server closed the connection in the middle of a reply"
+            )
+        try:
+            message = json.loads(line)
+        except (ValueError, RecursionError) as exc:
+            raise ServerError(
+                "BadReply", f"the server sent something that is not JSON: {exc}"
+            ) from None
+        if not isinstance(message, dict):
+            raise ServerError("BadReply", "the server sent something that is not a JSON object")
         return message
 
     def call(self, op: str, **fields: Any) -> Any:
@@ -102,9 +126,14 @@ class Client:
 
 
 def _result(message: dict[str, Any]) -> Any:
-    if message.get("ok"):
+    if message.get("ok") is True:
         return message.get("result")
-    error = message.get("error") or {}
+    error = message.get("error")
+    if message.get("ok") is not False or not isinstance(error, dict):
+        raise ServerError("BadReply", "the server sent a reply without a result or an error")
+    code = error.get("code")
     raise ServerError(
-        str(error.get("type", "Error")), str(error.get("message", "")), error.get("code")
+        str(error.get("type", "Error")),
+        str(error.get("message", "")),
+        code if isinstance(code, str) else None,
     )

@@ -1,6 +1,8 @@
 """``procwindow ctl``: talk to a running procwindow (window or ``serve``) from a shell.
 
-Exit status: 0 ok, 1 the server refused the request, 2 usage error, 3 cannot connect.
+Exit status: 0 ok; 1 the server refused or failed the request (it closed the
+connection before its reply, or its reply made no sense); 2 usage error; 3 no
+server to talk to (nothing listens at the socket, or its directory is unsafe).
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from ._sockdir import default_socket_path
+from ..core import ProcwindowError, check_graceful_timeout
+from ._sockdir import SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
 
 __all__ = ["EXIT_CONNECT", "EXIT_SERVER", "EXIT_USAGE", "configure", "run"]
@@ -90,17 +93,33 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Carry out one ctl verb; return the exit status."""
-    path = (
-        args.socket
-        or os.environ.get("PROCWINDOW_SOCKET")
-        or default_socket_path(args.name, create=False)
-    )
+    """Carry out one ctl verb; return the exit status.
+
+    Whatever goes wrong ends in one line on stderr and an exit status, never a
+    traceback: the server's errors, a server that goes away or answers nonsense,
+    an unsafe socket directory.
+    """
     command = getattr(args, "command", None)
     if args.verb == "run" and not command and not args.shell:
         return _usage("run needs a command after '--' (or --shell LINE)")
     if args.verb != "run" and command:
         return _usage(f"{args.verb} takes no command after '--'")
+    if args.verb == "run" and args.graceful_timeout is not None:
+        try:
+            check_graceful_timeout(args.graceful_timeout, "--graceful-timeout")
+        except ValueError as exc:
+            return _usage(str(exc))
+    path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
+    if not path:
+        try:
+            check_name(args.name)
+        except SocketDirError as exc:
+            return _usage(f"--name: {exc}")
+        try:
+            path = default_socket_path(args.name, create=False)
+        except ProcwindowError as exc:
+            print(f"procwindow ctl: {exc}", file=sys.stderr)
+            return EXIT_CONNECT
     try:
         with Client(path, timeout=None) as client:
             return _VERBS[args.verb](client, args)
@@ -117,6 +136,13 @@ def run(args: argparse.Namespace) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
+    except (KeyError, TypeError, AttributeError, IndexError):
+        # A reply that parsed but lacks what this verb needs.
+        print(f"procwindow ctl: unexpected reply from the server at {path}", file=sys.stderr)
+        return EXIT_SERVER
+    except Exception as exc:
+        print(f"procwindow ctl: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return EXIT_SERVER
 
 
 def _usage(message: str) -> int:

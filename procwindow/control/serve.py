@@ -7,18 +7,24 @@ import asyncio
 import logging
 import signal
 import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
 
-from ..core import ProcwindowError, Supervisor
-from ._sockdir import default_socket_path
+from ..core import ProcwindowError, Supervisor, check_graceful_timeout
+from ._sockdir import SocketDirError, check_name, default_socket_path
 from .server import ControlServer
 from .workspace import Workspace, load_workspace
 
-__all__ = ["configure", "run", "serve"]
+__all__ = ["check_options", "configure", "run", "serve"]
 
 log = logging.getLogger("procwindow.serve")
 
 #: Signals that end a server gracefully (every child terminated, exit 0).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds before the same OS error is reported again.
+_REPEAT_INTERVAL = 60.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,22 +63,45 @@ def supervisor_for(args: argparse.Namespace, ws: Workspace | None) -> Supervisor
     grace = args.graceful_timeout
     if grace is None and ws is not None:
         grace = ws.graceful_timeout
-    return Supervisor(log_dir=args.log_dir, graceful_timeout=5.0 if grace is None else grace)
+    return Supervisor(
+        log_dir=args.log_dir, graceful_timeout=5.0 if grace is None else grace, subreaper=True
+    )
 
 
-async def serve(args: argparse.Namespace, ws: Workspace | None) -> int:
-    """Serve until SIGTERM, SIGINT or SIGHUP; then terminate every child and return 0."""
+async def serve(
+    args: argparse.Namespace, ws: Workspace | None, *, signals: _SignalLog | None = None
+) -> int:
+    """Serve until SIGTERM, SIGINT or SIGHUP; then terminate every child and return 0.
+
+    A second stop signal while the children are being terminated kills them at
+    once. ``signals``: what took the stop signals before the loop could (if it
+    saw one, the server stops as soon as it has started); it takes them again
+    once the loop lets go.
+    """
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_one_line_os_errors())
     stop = asyncio.Event()
+    sup: Supervisor | None = None
+    killers: list[asyncio.Task[None]] = []
+
+    def on_stop_signal() -> None:
+        if not stop.is_set():
+            stop.set()
+        elif sup is not None and not killers:
+            print("procwindow: killing every process now", file=sys.stderr, flush=True)
+            killers.append(asyncio.ensure_future(_kill_all(sup)))
+
     for sig in STOP_SIGNALS:
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_stop_signal)
+    if signals is not None and signals.seen:
+        stop.set()
     try:
         async with supervisor_for(args, ws) as sup:
             server = ControlServer(
                 sup, socket_path_for(args, ws), declared=ws.sessions if ws else None
             )
             async with server:
-                if ws is not None:
+                if ws is not None and not stop.is_set():
                     await ws.start(sup)
                 print(f"procwindow: serving on {server.path}", file=sys.stderr, flush=True)
                 await stop.wait()
@@ -80,17 +109,116 @@ async def serve(args: argparse.Namespace, ws: Workspace | None) -> int:
                     "procwindow: stopping; terminating every process", file=sys.stderr, flush=True
                 )
     finally:
+        if killers:
+            await asyncio.wait(killers, timeout=5.0)
+            for task in killers:
+                task.cancel()
         for sig in STOP_SIGNALS:
             loop.remove_signal_handler(sig)
+        if signals is not None:
+            signals.install()
     return 0
 
 
-def run(args: argparse.Namespace) -> int:
-    """``procwindow serve``: check the workspace first, then serve."""
-    logging.basicConfig(level=logging.WARNING, format="procwindow: %(message)s")
+async def _kill_all(sup: Supervisor) -> None:
     try:
+        await sup.kill_all()
+    except Exception as exc:  # the supervisor's own close still stops everything
+        log.warning("killing every process failed: %s", exc)
+
+
+def _one_line_os_errors() -> Callable[[asyncio.AbstractEventLoop, dict[str, Any]], None]:
+    """An exception handler that reports OS errors (out of fds, out of memory) in one
+    line, at most once a minute each: they are the machine's state, not bugs, and
+    asyncio retries what failed (an accept(), for one)."""
+    said: dict[str, float] = {}
+
+    def handle(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        exc = context.get("exception")
+        if not isinstance(exc, OSError):
+            loop.default_exception_handler(context)
+            return
+        text = f"{context.get('message', 'error')}: {exc.strerror or exc}"
+        now = time.monotonic()
+        if now - said.get(text, -_REPEAT_INTERVAL) >= _REPEAT_INTERVAL:
+            said[text] = now
+            log.warning("%s", text)
+
+    return handle
+
+
+class _SignalLog:
+    """Takes the stop signals while the event loop does not: one arriving during
+    start-up stops the server as soon as it runs, one arriving after the loop let
+    go is ignored; neither kills the process half-way."""
+
+    def __init__(self) -> None:
+        self.seen: list[int] = []
+        self._previous: dict[int, Any] = {}
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.seen.append(signum)
+
+    def install(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for sig in STOP_SIGNALS:
+            self._previous.setdefault(sig, signal.signal(sig, self))
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous.clear()
+
+
+def check_options(args: argparse.Namespace) -> str | None:
+    """What is wrong with ``serve``'s options (a one-line message), or None.
+
+    ``args.graceful_timeout`` becomes the checked number of seconds.
+    """
+    if args.graceful_timeout is not None:
+        try:
+            args.graceful_timeout = check_graceful_timeout(
+                args.graceful_timeout, "--graceful-timeout"
+            )
+        except ValueError as exc:
+            return str(exc)
+    if args.name is not None:
+        try:
+            check_name(args.name)
+        except SocketDirError as exc:
+            return f"--name: {exc}"
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    """``procwindow serve``: check the options and the workspace first, then serve.
+
+    Every failure is one line on stderr: exit 2 for a bad option, 1 otherwise.
+    """
+    logging.basicConfig(level=logging.WARNING, format="procwindow: %(message)s")
+    signals = _SignalLog()
+    signals.install()
+    try:
+        problem = check_options(args)
+        if problem is not None:
+            print(f"procwindow serve: {problem}", file=sys.stderr)
+            return 2
         ws = load_workspace(args.workspace) if args.workspace else None
-        return asyncio.run(serve(args, ws))
+        return asyncio.run(serve(args, ws, signals=signals))
     except ProcwindowError as exc:
         print(f"procwindow serve: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        print(f"procwindow serve: {_describe_os_error(exc)}", file=sys.stderr)
+        return 1
+    except Exception as exc:
+        print(f"procwindow serve: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        signals.restore()
+
+
+def _describe_os_error(exc: OSError) -> str:
+    text = exc.strerror or str(exc)
+    return f"{exc.filename}: {text}" if exc.filename is not None else text
