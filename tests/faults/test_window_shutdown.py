@@ -1,0 +1,97 @@
+"""SIGTERM to the window ends it within the grace plus a margin, exit 0, no traceback,
+whoever is connected to its control socket."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from procwindow.control import default_socket_path
+
+ROOT = Path(__file__).resolve().parents[2]
+MARGIN = 10.0
+
+
+def _launch(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
+    env = dict(
+        os.environ,
+        QT_QPA_PLATFORM="offscreen",
+        XDG_STATE_HOME=str(tmp_path),
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    return subprocess.Popen(
+        [sys.executable, "-m", "procwindow", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _connect(path: str, timeout: float = 30) -> socket.socket:
+    deadline = time.monotonic() + timeout
+    while True:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.connect(path)
+            return sock
+        except OSError:
+            sock.close()
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _subscribe(path: str) -> socket.socket:
+    sock = _connect(path)
+    sock.sendall(json.dumps({"op": "events", "pattern": ">", "id": 1}).encode() + b"\n")
+    sock.settimeout(30)
+    reply = sock.makefile("rb").readline()
+    assert json.loads(reply)["ok"] is True
+    return sock
+
+
+@pytest.mark.parametrize("client", ["connected", "left"])
+def test_sigterm_with_an_events_client_exits_0_within_the_grace(tmp_path, client):
+    stubborn = "trap '' TERM; echo up; exec sleep 300"
+    app = _launch(tmp_path, "--", "sh", "-c", stubborn)
+    sock: socket.socket | None = None
+    try:
+        sock = _subscribe(default_socket_path("default"))
+        if client == "left":
+            sock.close()
+            sock = None
+        sleeper = None
+        deadline = time.monotonic() + 30
+        while sleeper is None and time.monotonic() < deadline:
+            for child in psutil.Process(app.pid).children(recursive=True):
+                try:
+                    if "sleep 300" in " ".join(child.cmdline()):
+                        sleeper = child
+                except psutil.Error:
+                    continue
+            time.sleep(0.05)
+        assert sleeper is not None
+        started = time.monotonic()
+        app.send_signal(signal.SIGTERM)
+        _, err = app.communicate(timeout=5.0 + MARGIN)  # the window's default grace is 5 s
+        took = time.monotonic() - started
+        assert app.returncode == 0, err
+        assert "Traceback" not in err and "CancelledError" not in err, err
+        assert took < 5.0 + MARGIN
+        assert not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE
+    finally:
+        if sock is not None:
+            sock.close()
+        if app.poll() is None:
+            app.kill()
+            app.communicate()
