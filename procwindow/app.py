@@ -161,9 +161,21 @@ async def _run(
 ) -> int:
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
+    running: list[Supervisor] = []
+    killers: list[asyncio.Task[None]] = []
+
+    def on_stop_signal() -> None:
+        if not quit_now.is_set():
+            quit_now.set()
+        elif running and not killers:
+            # A second signal while the children are being terminated: do not
+            # wait out their grace.
+            print(f"{cli.PROG}: killing every process now", file=sys.stderr, flush=True)
+            killers.append(asyncio.ensure_future(_kill_everything(running[0])))
+
     # First of all: Ctrl+C, SIGTERM or SIGHUP must close the supervisor, not kill us.
     for signum in STOP_SIGNALS:
-        loop.add_signal_handler(signum, quit_now.set)
+        loop.add_signal_handler(signum, on_stop_signal)
     if os.environ.get(SCREENSHOT_ENV):
         loop.add_signal_handler(signal.SIGUSR1, _save_screenshots)
     if command is None and workspace_file is None:
@@ -173,6 +185,7 @@ async def _run(
         async with Supervisor(
             graceful_timeout=5.0 if grace is None else grace, subreaper=True
         ) as supervisor:
+            running.append(supervisor)
             if command is not None:
                 try:
                     await supervisor.spawn(
@@ -212,9 +225,18 @@ async def _run(
                 if server is not None:
                     await server.close()
     finally:
+        if killers:
+            await asyncio.wait(killers, timeout=5.0)
         for signum in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(signum)
     return 0
+
+
+async def _kill_everything(supervisor: Supervisor) -> None:
+    try:
+        await supervisor.kill_all()
+    except Exception as exc:  # closing the supervisor still stops everything
+        print(f"{cli.PROG}: killing every process failed: {exc}", file=sys.stderr)
 
 
 async def _serve(

@@ -95,3 +95,31 @@ def test_sigterm_with_an_events_client_exits_0_within_the_grace(tmp_path, client
         if app.poll() is None:
             app.kill()
             app.communicate()
+
+
+def test_a_second_signal_kills_without_waiting_out_the_grace(tmp_path):
+    workspace = tmp_path / "slow.toml"
+    workspace.write_text(
+        'name = "slow"\n'
+        "graceful_timeout = 60\n"
+        '[[session]]\nname = "s"\n[[session.agent]]\nname = "a"\n'
+        "[[session.agent.command]]\n"
+        "shell = \"trap '' TERM; exec sleep 300\"\n"
+    )
+    app = _launch(tmp_path, "up", str(workspace))
+    try:
+        _connect(default_socket_path("slow")).close()  # up and serving
+        app.send_signal(signal.SIGTERM)
+        time.sleep(1.0)
+        assert app.poll() is None  # waiting out the minute of grace
+        started = time.monotonic()
+        app.send_signal(signal.SIGTERM)
+        _, err = app.communicate(timeout=30)
+        assert app.returncode == 0, err
+        assert "Traceback" not in err, err
+        assert "killing every process now" in err
+        assert time.monotonic() - started < 30  # far less than the 60 s grace
+    finally:
+        if app.poll() is None:
+            app.kill()
+            app.communicate()
