@@ -244,22 +244,22 @@ class Supervisor:
         """Terminate every running proc (with escalation), kill what they left
         behind, close every pipe and log, and end every subscription.
 
-        It never raises: whatever fails is logged and the cleanup goes on. The
+        It never raises: whatever fails is logged and the cleanup goes on (a
+        cancellation propagates, once the cleanup is done). The
         watchdog and the state file are stood down only once nothing of ours
         is seen running; otherwise the watchdog is left to kill what remains.
         """
         if self._closed or self._closing:
             return
         self._closing = True
-        clean = True
+        clean = False
         try:
-            if self._loop is not None:
-                clean = await self._stop_everything()
-        except BaseException:
-            clean = False
+            clean = True if self._loop is None else await self._stop_everything()
+        except Exception:
             log.exception("closing the supervisor failed; its watchdog stops what is left")
-            raise
         finally:
+            # Also when cancelled: every fd is closed, and without a goodbye
+            # the watchdog stops whatever still runs.
             self._release(clean)
 
     async def _stop_everything(self) -> bool:
