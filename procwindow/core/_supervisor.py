@@ -883,18 +883,7 @@ class Supervisor:
         carrying its marker (found even after a ``setsid`` and the leader's exit).
         """
         snap = self._snap(fresh)
-        if snap is None:
-            return None
-        pids = set(snap.marked.get(p.id, ()))
-        if p._pidfd is not None:
-            pids.update(snap.descendants(p.os_pid))
-        pids.discard(p.os_pid)
-        out: dict[int, int] = {}
-        for pid in pids:
-            info = snap.info.get(pid)
-            if info is not None and info[0] not in ("Z", "X"):
-                out[pid] = info[2]
-        return out
+        return None if snap is None else _tree_in(snap, p)
 
     def _signal_group(self, p: Proc, sig: int) -> bool:
         pidfd = p._pidfd
@@ -918,11 +907,11 @@ class Supervisor:
     def _signal_tree(self, p: Proc, sig: int, fresh: bool = False) -> None:
         group_sent = self._signal_group(p, sig)
         snap = self._snap(fresh)
-        tree = self._tree(p)
-        if snap is None or tree is None:
+        if snap is None:
             if sig == signal.SIGKILL:
                 self._retry_later(p)
             return
+        tree = _tree_in(snap, p)
         if not group_sent and any(snap.info[pid][1] == p.pgid for pid in tree):
             # The leader is gone but its group is not: a group id stays taken
             # while any member lives, so it still names ours. One killpg also
@@ -1099,6 +1088,20 @@ def _exit_reason(p: Proc, code: int, sig: int | None, stolen: bool) -> ExitReaso
     if sig is None and code == 0 and not stolen:
         return ExitReason.EXITED
     return ExitReason.FAILED
+
+
+def _tree_in(snap: Snapshot, p: Proc) -> dict[int, int]:
+    """The live members of ``p``'s tree in ``snap``, leader excluded: {pid: start}."""
+    pids = set(snap.marked.get(p.id, ()))
+    if p._pidfd is not None:
+        pids.update(snap.descendants(p.os_pid))
+    pids.discard(p.os_pid)
+    out: dict[int, int] = {}
+    for pid in pids:
+        info = snap.info.get(pid)
+        if info is not None and info[0] not in ("Z", "X"):
+            out[pid] = info[2]
+    return out
 
 
 def _kill_unwatched(popen: subprocess.Popen[bytes]) -> None:
