@@ -47,7 +47,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..core import MAX_GRACEFUL_TIMEOUT, Proc, ProcwindowError, Supervisor, check_graceful_timeout
+from ..core import (
+    MAX_GRACEFUL_TIMEOUT,
+    CommandNotFound,
+    NotExecutable,
+    Proc,
+    ProcwindowError,
+    Supervisor,
+    check_graceful_timeout,
+)
+from ..core._spawn import resolve as resolve_command
+from ..core._text import escape_controls
 from ..core._topics import check_scope_name
 from ._sockdir import check_name
 
@@ -79,10 +89,10 @@ class WorkspaceError(ProcwindowError):
     """
 
     def __init__(self, path: str, line: int | None, key: str, message: str) -> None:
-        where = _one_line(f"{path}:{line}" if line else path)
+        where = escape_controls(f"{path}:{line}" if line else path)
         # Keys and values come from the file, which may hold a name of a megabyte.
-        key_s = _clip(_one_line(key), 200)
-        message_s = _clip(_one_line(message), 400)
+        key_s = _clip(escape_controls(key), 200)
+        message_s = _clip(escape_controls(message), 400)
         super().__init__(f"{where}: {key_s}: {message_s}" if key else f"{where}: {message_s}")
         self.path = path
         self.line = line
@@ -452,25 +462,10 @@ class _Checker:
 
     def resolve(self, program: str, cwd: str, env: dict[str, str] | None, key: _Key) -> None:
         """Find the program as spawn will, so that a typo fails before anything starts."""
-        if "/" in program:
-            full = program if os.path.isabs(program) else os.path.join(cwd, program)
-            if not os.path.exists(full):
-                raise self.fail(key, f"command not found: {_show(program)}")
-            if os.path.isdir(full):
-                raise self.fail(key, f"not executable: {_show(program)} (is a directory)")
-            if not os.access(full, os.X_OK):
-                raise self.fail(key, f"not executable: {_show(program)} (permission denied)")
-            return
-        denied = False
-        for folder in os.get_exec_path({**os.environ, **(env or {})}):
-            full = os.path.join(folder or ".", program)
-            if os.path.isfile(full):
-                if os.access(full, os.X_OK):
-                    return
-                denied = True
-        if denied:
-            raise self.fail(key, f"not executable: {_show(program)} (permission denied)")
-        raise self.fail(key, f"command not found: {_show(program)}")
+        try:
+            resolve_command(program, {**os.environ, **(env or {})}, cwd)
+        except (CommandNotFound, NotExecutable) as exc:
+            raise self.fail(key, _clip(str(exc), 200)) from None
 
 
 def _kind(value: object) -> str:
@@ -507,14 +502,6 @@ def _show(value: object, limit: int = 80) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _one_line(text: str) -> str:
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text
-    )
 
 
 _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
