@@ -313,6 +313,7 @@ class Supervisor:
                     self._loop.remove_reader(p._pidfd)
                 os.close(p._pidfd)
                 p._pidfd = None
+                _OWN_CHILDREN.pop(p.os_pid, None)
         if self._watchdog is not None:
             if clean:
                 self._watchdog.close()
