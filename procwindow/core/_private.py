@@ -15,7 +15,7 @@ import stat
 
 from ._errors import UnsafePath
 
-__all__ = ["open_private_file", "private_dir", "private_state_root"]
+__all__ = ["check_private_file", "open_private_file", "private_dir", "private_state_root"]
 
 
 def private_dir(path: str, *, what: str, create: bool = True) -> str:
@@ -95,3 +95,24 @@ def open_private_file(path: str, *, what: str, append: bool = False) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def check_private_file(path: str, *, what: str) -> None:
+    """Raise UnsafePath unless ``path`` is absent or our own single-link regular file.
+
+    A look before a file is first opened, so that a planted FIFO or symlink is
+    refused up front, with its name; ``open_private_file`` checks again at the
+    open itself.
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePath(path, what, "is a symlink")
+    if not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(path, what, "is not a regular file")
+    if st.st_uid != os.getuid():
+        raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us")
+    if st.st_nlink != 1:
+        raise UnsafePath(path, what, f"has {st.st_nlink} hard links")

@@ -32,7 +32,7 @@ from ._errors import (
 )
 from ._events import Subscription
 from ._output import LogFile, OutputStore
-from ._private import private_dir, private_state_root
+from ._private import check_private_file, private_dir, private_state_root
 from ._proc import Proc
 from ._reports import idx_text, top_text
 from ._spawn import check_argv, check_cwd, check_env, resolve
@@ -370,9 +370,9 @@ class Supervisor:
         (0 to MAX_GRACEFUL_TIMEOUT seconds).
 
         Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
-        InvalidScope, UnsafePath (the log directory), SupervisorClosed or
-        SpawnFailed (EMFILE at the fd limit, EAGAIN…), and then leaves nothing
-        behind.
+        InvalidScope, UnsafePath (an unsafe log directory, or a FIFO, symlink
+        or foreign file where a log file goes), SupervisorClosed or SpawnFailed
+        (EMFILE at the fd limit, EAGAIN…), and then leaves nothing behind.
         """
         loop = self._bind_loop()
         if self._closing or self._closed:
@@ -395,6 +395,9 @@ class Supervisor:
         child_env[_linux.MARKER_VAR] = f"{self._token}:{proc_id}"
         exe = resolve(args[0], child_env, cwd_s)
         self._ensure_log_dir()
+        if self._log_dir_ready:
+            for stream in Stream:
+                check_private_file(self.log_path(proc_id, stream), what="log file")
 
         with contextlib.ExitStack() as undo:
             # Until the child is handed to the loop, any failure unwinds

@@ -139,59 +139,100 @@ def test_serve_with_an_unsafe_log_dir_is_a_one_line_error(tmp_path):
 # -- the files -------------------------------------------------------------------
 
 
-def test_a_fifo_planted_at_a_log_path_never_blocks_nor_receives_output(tmp_path):
+def _plant(kind: str, log: Path, tmp_path: Path) -> Path | None:
+    """Put something that is not our log file at ``log``; return what it points at."""
+    outside = tmp_path / "outside"
+    outside.write_text("keep me\n")
+    if kind.startswith("fifo"):
+        os.mkfifo(log)
+    elif kind == "symlink":
+        log.symlink_to(outside)
+    elif kind == "hard link":
+        os.link(outside, log)
+    elif kind == "another user's file":
+        log.write_text("keep me\n")
+        log.chmod(0o644)
+        os.chown(log, _nobody(), -1)
+    return outside
+
+
+PLANTED = {
+    "fifo with a reader": "not a regular file",
+    "fifo": "not a regular file",
+    "symlink": "symlink",
+    "hard link": "hard links",
+    "another user's file": "belongs to uid",
+}
+
+
+@pytest.mark.parametrize("kind", list(PLANTED))
+def test_something_planted_at_a_log_path_is_refused_before_the_child_starts(tmp_path, kind):
+    if kind == "another user's file" and os.geteuid() != 0:
+        pytest.skip("needs root to chown to another user")
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
-    fifo = logs / "1.stdout.log"
-    os.mkfifo(fifo)
-    # A reader holds the FIFO open, as an attacker waiting for the output would.
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    log = logs / "1.stdout.log"
+    outside = _plant(kind, log, tmp_path)
+    # A reader holding the FIFO open, as an attacker waiting for the output would.
+    reader = os.open(log, os.O_RDONLY | os.O_NONBLOCK) if kind == "fifo with a reader" else None
+    marker = tmp_path / "ran"
     try:
 
         async def main():
             async with Supervisor(log_dir=logs) as sup:
-                p = await asyncio.wait_for(_run_echo(sup), 10)  # the loop never blocks
-                assert [line.text for line in sup.read(p.id).lines] == ["secret output"]
-                assert p.log_error is not None and "not a regular file" in p.log_error
+                with pytest.raises(UnsafePath, match=PLANTED[kind]) as err:
+                    await asyncio.wait_for(  # the loop never blocks
+                        sup.spawn(["touch", str(marker)], session="s", agent="a"), 10
+                    )
+                assert err.value.path == str(log)
+                assert sup.procs() == []
+                # Once it is gone, the same id starts cleanly.
+                log.unlink()
+                p = await _run_echo(sup)
+                assert (p.id, p.log_error) == (1, None)
 
         asyncio.run(main())
-        try:
-            leaked = os.read(reader, 100)
-        except BlockingIOError:  # no writer ever came
-            leaked = b""
-        assert leaked == b""  # nothing was written into it
-        assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+        assert not marker.exists()  # the refused command never ran
+        if reader is not None:
+            try:
+                leaked = os.read(reader, 100)
+            except BlockingIOError:
+                leaked = b""
+            assert leaked == b""  # nothing was written into the FIFO
+        assert outside is not None and outside.read_text() == "keep me\n"
     finally:
-        os.close(reader)
+        if reader is not None:
+            os.close(reader)
 
 
-def test_a_fifo_nobody_reads_is_refused_too(tmp_path):
+def test_a_fifo_planted_after_the_spawn_is_refused_when_the_log_opens(tmp_path):
     logs = tmp_path / "logs"
     logs.mkdir(mode=0o700)
-    os.mkfifo(logs / "1.stdout.log")
+    reader_fd: list[int] = []
 
     async def main():
         async with Supervisor(log_dir=logs) as sup:
-            p = await asyncio.wait_for(_run_echo(sup), 10)
+            p = await sup.spawn(
+                ["sh", "-c", "sleep 0.5; echo secret output"], session="s", agent="a"
+            )
+            fifo = sup.log_path(p.id, "stdout")
+            os.mkfifo(fifo)
+            reader_fd.append(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+            await asyncio.wait_for(sup.wait(p.id), 10)  # the loop never blocks
+            await until(lambda: not p.output_open)
+            assert [line.text for line in sup.read(p.id).lines] == ["secret output"]
             assert p.log_error is not None and "not a regular file" in p.log_error
 
-    asyncio.run(main())
-
-
-def test_a_symlink_planted_at_a_log_path_is_not_followed(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir(mode=0o700)
-    target = tmp_path / "victim"
-    target.write_text("keep me\n")
-    (logs / "1.stdout.log").symlink_to(target)
-
-    async def main():
-        async with Supervisor(log_dir=logs) as sup:
-            p = await _run_echo(sup)
-            assert p.log_error is not None and "symlink" in p.log_error
-
-    asyncio.run(main())
-    assert target.read_text() == "keep me\n"
+    try:
+        asyncio.run(main())
+        try:
+            leaked = os.read(reader_fd[0], 100)
+        except BlockingIOError:
+            leaked = b""
+        assert leaked == b""
+    finally:
+        for fd in reader_fd:
+            os.close(fd)
 
 
 def test_a_precreated_open_log_file_is_narrowed_to_0600(tmp_path):
@@ -209,41 +250,6 @@ def test_a_precreated_open_log_file_is_narrowed_to_0600(tmp_path):
     asyncio.run(main())
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
     assert log.read_text() == "secret output\n"
-
-
-@needs_root
-def test_another_users_file_at_a_log_path_is_refused_and_untouched(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir(mode=0o700)
-    theirs = logs / "1.stdout.log"
-    theirs.write_text("theirs\n")
-    theirs.chmod(0o644)
-    os.chown(theirs, _nobody(), -1)
-
-    async def main():
-        async with Supervisor(log_dir=logs) as sup:
-            p = await _run_echo(sup)
-            assert p.log_error is not None and "belongs to uid" in p.log_error
-
-    asyncio.run(main())
-    assert theirs.read_text() == "theirs\n"
-    assert theirs.stat().st_uid == _nobody()
-
-
-def test_a_hard_link_at_a_log_path_is_refused(tmp_path):
-    logs = tmp_path / "logs"
-    logs.mkdir(mode=0o700)
-    outside = tmp_path / "outside"
-    outside.write_text("outside\n")
-    os.link(outside, logs / "1.stdout.log")
-
-    async def main():
-        async with Supervisor(log_dir=logs) as sup:
-            p = await _run_echo(sup)
-            assert p.log_error is not None and "hard links" in p.log_error
-
-    asyncio.run(main())
-    assert outside.read_text() == "outside\n"
 
 
 # -- the helpers themselves --------------------------------------------------------
