@@ -21,7 +21,7 @@ import sys
 import textwrap
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from procwindow.control import ControlServer, SocketDirError, default_socket_pat
 from procwindow.control._protocol import MAX_DEPTH, ProtocolError, decode_request
 from procwindow.control.server import REQUEST_TIMEOUT, SEND_TIMEOUT
 
-from ..control.conftest import ROOT, Server, read_message, start_server, stop_server
+from ..control.conftest import ROOT, Server, read_message, start_server
 from ..core.helpers import IGNORES_TERM, alive, py
 
 #: Far above what a server needs, far below what ten stuck `out` clients would cost
@@ -101,15 +101,6 @@ def finish(server: Server) -> str:
     assert "Traceback" not in err, err
     assert server.proc.returncode == 0, err
     return err
-
-
-@pytest.fixture
-def server(tmp_path: Path) -> Iterator[Server]:
-    srv = start_server(tmp_path)
-    try:
-        yield srv
-    finally:
-        assert stop_server(srv) == 0
 
 
 # -- in-process servers ------------------------------------------------------------------

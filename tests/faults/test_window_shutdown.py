@@ -4,11 +4,8 @@ whoever is connected to its control socket."""
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -17,24 +14,10 @@ import pytest
 
 from procwindow.control import default_socket_path
 
+from ..ui.test_app import launch
+
 ROOT = Path(__file__).resolve().parents[2]
 MARGIN = 10.0
-
-
-def _launch(tmp_path: Path, *args: str) -> subprocess.Popen[str]:
-    env = dict(
-        os.environ,
-        QT_QPA_PLATFORM="offscreen",
-        XDG_STATE_HOME=str(tmp_path),
-        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-    )
-    return subprocess.Popen(
-        [sys.executable, "-m", "procwindow", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
 
 
 def _connect(path: str, timeout: float = 30) -> socket.socket:
@@ -63,7 +46,7 @@ def _subscribe(path: str) -> socket.socket:
 @pytest.mark.parametrize("client", ["connected", "left"])
 def test_sigterm_with_an_events_client_exits_0_within_the_grace(tmp_path, client):
     stubborn = "trap '' TERM; echo up; exec sleep 300"
-    app = _launch(tmp_path, "--", "sh", "-c", stubborn)
+    app = launch(tmp_path, "--", "sh", "-c", stubborn)
     sock: socket.socket | None = None
     try:
         sock = _subscribe(default_socket_path("default"))
@@ -106,7 +89,7 @@ def test_a_second_signal_kills_without_waiting_out_the_grace(tmp_path):
         "[[session.agent.command]]\n"
         "shell = \"trap '' TERM; exec sleep 300\"\n"
     )
-    app = _launch(tmp_path, "up", str(workspace))
+    app = launch(tmp_path, "up", str(workspace))
     try:
         _connect(default_socket_path("slow")).close()  # up and serving
         app.send_signal(signal.SIGTERM)
