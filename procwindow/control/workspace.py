@@ -58,7 +58,7 @@ from ..core import (
 )
 from ..core._spawn import resolve as resolve_command
 from ..core._text import escape_controls
-from ..core._topics import check_scope_name
+from ..core.rules import check_scope_name
 from ._sockdir import check_name
 
 __all__ = [

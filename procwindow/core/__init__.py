@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from ._checks import MAX_GRACEFUL_TIMEOUT, check_graceful_timeout
 from ._errors import (
     CommandNotFound,
     CwdMissing,
@@ -33,11 +32,29 @@ from ._types import (
     ReadBatch,
     Stream,
 )
+from .rules import (
+    DEFAULT_AGENT,
+    DEFAULT_GRACEFUL_TIMEOUT,
+    DEFAULT_SESSION,
+    DEFAULT_TOOL,
+    MAX_GRACEFUL_TIMEOUT,
+    CommandError,
+    ScopeCounts,
+    check_graceful_timeout,
+    command_argv,
+    count_scopes,
+    scope_pattern,
+)
 
 __all__ = [
+    "DEFAULT_AGENT",
+    "DEFAULT_GRACEFUL_TIMEOUT",
+    "DEFAULT_SESSION",
+    "DEFAULT_TOOL",
     "LINE_MAX",
     "MAX_GRACEFUL_TIMEOUT",
     "Clock",
+    "CommandError",
     "CommandNotFound",
     "CwdMissing",
     "Event",
@@ -57,6 +74,7 @@ __all__ = [
     "ProcStats",
     "ProcwindowError",
     "ReadBatch",
+    "ScopeCounts",
     "SpawnFailed",
     "Stream",
     "Subscription",
@@ -65,5 +83,8 @@ __all__ = [
     "UnsafePath",
     "UnsupportedPlatform",
     "check_graceful_timeout",
+    "command_argv",
+    "count_scopes",
     "format_runtime",
+    "scope_pattern",
 ]

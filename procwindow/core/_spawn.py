@@ -6,11 +6,11 @@ import errno
 import os
 import resource
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from ._errors import CommandNotFound, CwdMissing, InvalidArgv, NotExecutable, SpawnFailed
 
-__all__ = ["check_argv", "check_cwd", "check_env", "os_error_text", "popen", "resolve"]
+__all__ = ["check_cwd", "check_env", "os_error_text", "popen", "resolve"]
 
 
 def os_error_text(exc: OSError) -> str:
@@ -20,24 +20,6 @@ def os_error_text(exc: OSError) -> str:
         soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         text += f" (this process is at its limit of {soft} open files: ulimit -n)"
     return text
-
-
-def check_argv(argv: object) -> tuple[str, ...]:
-    if isinstance(argv, (str, bytes)):
-        raise InvalidArgv(f"argv must be a sequence of strings, not a {type(argv).__name__}")
-    if not isinstance(argv, Iterable):
-        raise InvalidArgv(f"argv must be a sequence of strings, got {argv!r}")
-    args = tuple(argv)
-    if not args:
-        raise InvalidArgv("argv is empty")
-    for i, arg in enumerate(args):
-        if not isinstance(arg, str):
-            raise InvalidArgv(f"argv[{i}] is a {type(arg).__name__}, not a str: {arg!r}")
-        if "\0" in arg:
-            raise InvalidArgv(f"argv[{i}] contains a NUL byte: {arg!r}")
-    if not args[0]:
-        raise InvalidArgv("argv[0] is empty")
-    return args
 
 
 def check_cwd(cwd: str | os.PathLike[str] | None) -> str | None:

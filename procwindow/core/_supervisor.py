@@ -21,9 +21,7 @@ from typing import Protocol
 import psutil
 
 from . import _linux, _spawn
-from ._checks import check_graceful_timeout
 from ._errors import (
-    InvalidArgv,
     ProcNotFound,
     ProcRunning,
     ProcwindowError,
@@ -35,10 +33,10 @@ from ._output import LogFile, OutputStore
 from ._private import check_private_file, private_dir, private_state_root
 from ._proc import Proc
 from ._reports import idx_text, top_text
-from ._spawn import check_argv, check_cwd, check_env, resolve
+from ._spawn import check_cwd, check_env, resolve
 from ._statefile import StateFile, recover_leftovers
 from ._text import format_runtime
-from ._topics import Pattern, check_scope_name, topic_for
+from ._topics import Pattern, topic_for
 from ._tree import Scanner, Snapshot
 from ._types import (
     Event,
@@ -51,6 +49,13 @@ from ._types import (
     Stream,
 )
 from ._watchdog import Watchdog
+from .rules import (
+    DEFAULT_GRACEFUL_TIMEOUT,
+    check_argv,
+    check_graceful_timeout,
+    check_scope_name,
+    check_tool,
+)
 
 __all__ = ["Clock", "Subscription", "Supervisor", "format_runtime"]
 
@@ -60,8 +65,6 @@ log = logging.getLogger("procwindow")
 DEFAULT_RING_LINES = 100_000
 #: Default bound of the in-memory ring, in bytes per proc.
 DEFAULT_RING_BYTES = 32 * 1024 * 1024
-#: Default seconds between SIGTERM and SIGKILL.
-DEFAULT_GRACEFUL_TIMEOUT = 5.0
 #: Default bound of a subscriber's queue; past it, events are counted as missed.
 DEFAULT_QUEUE_SIZE = 4096
 #: Output events are coalesced per proc and stream over this many seconds.
@@ -380,8 +383,7 @@ class Supervisor:
         args = check_argv(argv)
         check_scope_name("session", session)
         check_scope_name("agent", agent)
-        if not isinstance(tool, str) or not tool or not tool.isprintable():
-            raise InvalidArgv(f"tool must be a non-empty printable string, got {tool!r}")
+        check_tool(tool)
         cwd_s = check_cwd(cwd)
         overrides = check_env(env)
         grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)

@@ -7,26 +7,9 @@ matches one or more tokens.
 
 from __future__ import annotations
 
-from ._errors import InvalidPattern, InvalidScope
+from ._errors import InvalidPattern
 
-__all__ = ["Pattern", "check_scope_name", "topic_for"]
-
-_FORBIDDEN = frozenset(".*> \t\r\n\0")
-
-
-def check_scope_name(kind: str, name: object) -> str:
-    """Return ``name`` if it can be one topic token, else raise InvalidScope."""
-    if not isinstance(name, str) or not name:
-        raise InvalidScope(f"{kind} must be a non-empty string, got {name!r}")
-    bad = set(_FORBIDDEN.intersection(name))
-    if not name.isprintable():
-        bad.update(c for c in name if not c.isprintable())
-    if bad:
-        raise InvalidScope(
-            f"{kind} {name!r} contains {''.join(sorted(bad))!r}; "
-            "names may not contain '.', '*', '>', whitespace or control characters"
-        )
-    return name
+__all__ = ["Pattern", "topic_for"]
 
 
 def topic_for(session: str, agent: str, kind: str) -> str:

@@ -1,0 +1,216 @@
+"""The rules every layer shares: defaults, argument checks, scope patterns and counts.
+
+The library, the control socket, workspace files, the CLI and the window all
+take the same values from users. Each rule lives here once; the layers only
+say *where* a bad value came from (a request field, a line of a file).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple, Protocol
+
+from ._errors import InvalidArgv, InvalidScope
+
+__all__ = [
+    "DEFAULT_AGENT",
+    "DEFAULT_GRACEFUL_TIMEOUT",
+    "DEFAULT_SESSION",
+    "DEFAULT_TOOL",
+    "MAX_GRACEFUL_TIMEOUT",
+    "SHELL",
+    "CommandError",
+    "ScopeCounts",
+    "check_argv",
+    "check_graceful_timeout",
+    "check_scope_name",
+    "check_tool",
+    "command_argv",
+    "count_scopes",
+    "scope_pattern",
+]
+
+#: The session a command runs in when nobody names one.
+DEFAULT_SESSION = "default"
+#: The agent a command runs as when nobody names one.
+DEFAULT_AGENT = "main"
+#: The tool a command is attributed to when nobody names one.
+DEFAULT_TOOL = "shell"
+#: Seconds between SIGTERM and SIGKILL unless a proc or supervisor says otherwise.
+DEFAULT_GRACEFUL_TIMEOUT = 5.0
+#: The longest grace between SIGTERM and SIGKILL a proc may be given (seconds).
+#: Bounded, so that shutting a supervisor down is bounded too.
+MAX_GRACEFUL_TIMEOUT = 60.0
+#: The shell that runs a ``shell=`` command line (``SHELL -c line``).
+SHELL = "/bin/sh"
+
+# Characters a session or agent name may not hold: they are topic tokens.
+_NOT_IN_NAMES = frozenset(".*> \t\r\n\0")
+
+
+# -- values ------------------------------------------------------------------
+
+
+def check_graceful_timeout(value: object, what: str = "graceful_timeout") -> float:
+    """``value`` as seconds of grace: a finite number in [0, MAX_GRACEFUL_TIMEOUT].
+
+    Raises ValueError with a one-line reason otherwise (``inf``, ``nan``, a
+    negative number, a bool or a string).
+
+    >>> check_graceful_timeout(2)
+    2.0
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number of seconds, got {value!r}")
+    try:
+        seconds = float(value)
+    except OverflowError:  # an int too large for a float
+        seconds = math.inf
+    if not math.isfinite(seconds) or not 0 <= seconds <= MAX_GRACEFUL_TIMEOUT:
+        raise ValueError(
+            f"{what} must be between 0 and {MAX_GRACEFUL_TIMEOUT:g} seconds, got {value!r}"
+        )
+    return seconds
+
+
+def check_scope_name(kind: str, name: object) -> str:
+    """Return ``name`` if it can name a session or agent, else raise InvalidScope.
+
+    A name is one topic token shown in one-line reports: non-empty, printable,
+    without ``.``, ``*``, ``>`` or whitespace.
+    """
+    if not isinstance(name, str) or not name:
+        raise InvalidScope(f"{kind} must be a non-empty string, got {name!r}")
+    bad = set(_NOT_IN_NAMES.intersection(name))
+    if not name.isprintable():
+        bad.update(c for c in name if not c.isprintable())
+    if bad:
+        raise InvalidScope(
+            f"{kind} {name!r} contains {''.join(sorted(bad))!r}; "
+            "names may not contain '.', '*', '>', whitespace or control characters"
+        )
+    return name
+
+
+def check_tool(tool: object) -> str:
+    """Return ``tool`` if it is a non-empty single-line printable string."""
+    if not isinstance(tool, str) or not tool or not tool.isprintable():
+        raise InvalidArgv(f"tool must be a non-empty printable string, got {tool!r}")
+    return tool
+
+
+# -- commands ----------------------------------------------------------------
+
+
+class CommandError(InvalidArgv):
+    """A command that cannot be run, and which part of it is wrong.
+
+    ``field`` is ``"argv"``, ``"shell"`` or ``""`` (both or neither given);
+    ``index`` the argv position, if one element is to blame. ``reason`` is the
+    message without the field's name, for callers that name the place
+    themselves (a line of a workspace file).
+    """
+
+    def __init__(self, field: str, reason: str, index: int | None = None) -> None:
+        where = field if index is None else f"{field}[{index}]"
+        super().__init__(f"{where} {reason}" if field else reason)
+        self.field = field
+        self.index = index
+        self.reason = reason
+
+
+def check_argv(argv: object) -> tuple[str, ...]:
+    """``argv`` as a tuple of strings, or CommandError (an InvalidArgv)."""
+    if isinstance(argv, (str, bytes)):
+        raise CommandError("argv", f"must be a sequence of strings, not a {type(argv).__name__}")
+    if not isinstance(argv, Iterable) or isinstance(argv, Mapping):
+        raise CommandError("argv", f"must be a sequence of strings, got {argv!r}")
+    args = tuple(argv)
+    if not args:
+        raise CommandError("argv", "is empty")
+    for i, arg in enumerate(args):
+        if not isinstance(arg, str):
+            raise CommandError("argv", f"is a {type(arg).__name__}, not a str: {arg!r}", i)
+        # Any other character is the child's business; NUL cannot reach it.
+        if "\0" in arg:
+            raise CommandError("argv", f"contains a NUL byte: {arg!r}", i)
+    if not args[0]:
+        raise CommandError("argv", "is empty: the program must be named", 0)
+    return args
+
+
+def command_argv(argv: object = None, shell: object = None) -> tuple[str, ...]:
+    """The argv to run for exactly one of ``argv`` (a sequence) or ``shell`` (a line).
+
+    A shell line runs as ``/bin/sh -c line``.
+
+    >>> command_argv(shell="make -j4 | tee log")
+    ('/bin/sh', '-c', 'make -j4 | tee log')
+    """
+    if (argv is None) == (shell is None):
+        raise CommandError("", "give exactly one of argv (a list of strings) or shell (a string)")
+    if shell is None:
+        return check_argv(argv)
+    if not isinstance(shell, str):
+        raise CommandError("shell", f"must be a string, got {type(shell).__name__}")
+    if not shell.strip():
+        raise CommandError("shell", "must not be empty")
+    if "\0" in shell:
+        raise CommandError("shell", "contains a NUL byte")
+    return (SHELL, "-c", shell)
+
+
+# -- scopes ------------------------------------------------------------------
+
+
+def scope_pattern(session: str | None = None, agent: str | None = None) -> str:
+    """The event pattern of every proc in a scope (None: any session or agent).
+
+    >>> scope_pattern("build")
+    'session.build.agent.*.proc.>'
+    """
+    return f"session.{session or '*'}.agent.{agent or '*'}.proc.>"
+
+
+class ScopeCounts(NamedTuple):
+    """How many procs of a scope are running, and how many it holds in all."""
+
+    running: int = 0
+    total: int = 0
+
+    def __add__(self, other: object) -> ScopeCounts:
+        if not isinstance(other, ScopeCounts):
+            return NotImplemented
+        return ScopeCounts(self.running + other.running, self.total + other.total)
+
+    def label(self, name: str) -> str:
+        """``"build  2/5"``: the name and running/total, or just the name while empty."""
+        return f"{name}  {self.running}/{self.total}" if self.total else name
+
+
+class _Scoped(Protocol):
+    @property
+    def session(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def running(self) -> bool: ...
+
+
+def count_scopes(
+    procs: Iterable[_Scoped], declared: Mapping[str, Iterable[str]] | None = None
+) -> dict[str, dict[str, ScopeCounts]]:
+    """Running/total per session and agent, sorted by name.
+
+    ``declared`` scopes (a workspace's) are listed even while they hold no proc.
+    """
+    tree: dict[str, dict[str, ScopeCounts]] = {}
+    for session, agents in (declared or {}).items():
+        row = tree.setdefault(session, {})
+        for agent in agents:
+            row.setdefault(agent, ScopeCounts())
+    for p in procs:
+        row = tree.setdefault(p.session, {})
+        row[p.agent] = row.get(p.agent, ScopeCounts()) + ScopeCounts(int(p.running), 1)
+    return {s: dict(sorted(agents.items())) for s, agents in sorted(tree.items())}
