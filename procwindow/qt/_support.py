@@ -27,6 +27,8 @@ __all__ = [
     "qt_property",
     "resolve_supervisor",
     "set_default_supervisor",
+    "set_stored",
+    "stored_property",
 ]
 
 log = logging.getLogger("procwindow.qt")
@@ -50,6 +52,51 @@ def qt_property(
     if fset is None:
         return cast(T, Property(type_, fget, notify=notify))  # type: ignore[arg-type]
     return cast(T, Property(type_, fget, fset, notify=notify))  # type: ignore[arg-type]
+
+
+def stored_property(
+    type_: type | str,
+    attr: str,
+    notify: Signal,
+    *,
+    writable: bool = True,
+    on_change: Callable[[Any], None] | None = None,
+) -> Any:
+    """A Qt ``Property`` kept in ``self.<attr>`` that emits ``notify`` only on change.
+
+    Replaces the hand-written getter/setter pair::
+
+        sessionChanged = Signal()
+        session = stored_property(str, "_session", sessionChanged)
+
+    ``on_change(self)`` runs after the value changed, before ``notify`` fires.
+    ``writable=False`` gives a read-only property (Python code sets the
+    attribute and calls :func:`set_stored` to notify).
+    """
+
+    def fget(self: Any) -> Any:
+        return getattr(self, attr)
+
+    def fset(self: Any, value: Any) -> None:
+        if getattr(self, attr) == value:
+            return
+        setattr(self, attr, value)
+        if on_change is not None:
+            on_change(self)
+        notify.__get__(self, type(self)).emit()
+
+    if writable:
+        return Property(type_, fget, fset, notify=notify)  # type: ignore[arg-type]
+    return Property(type_, fget, notify=notify)  # type: ignore[arg-type]
+
+
+def set_stored(obj: Any, attr: str, value: object, notify: Signal) -> bool:
+    """Set ``obj.<attr>`` and emit ``notify`` (a class-level Signal) if it changed."""
+    if getattr(obj, attr) == value:
+        return False
+    setattr(obj, attr, value)
+    notify.__get__(obj, type(obj)).emit()
+    return True
 
 
 _default: Supervisor | None = None
