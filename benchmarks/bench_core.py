@@ -157,7 +157,7 @@ async def _growth(gb: int, log_dir: str) -> None:
         print(
             f"RSS growth after {p.output_bytes / 1024**3:.2f} GiB from one child: {grown / 1024**2:.1f} MiB "
             f"(goal <= ring {sup.ring_bytes / 1024**2:.0f} MiB + 32 MiB = {limit / 1024**2:.0f} MiB); "
-            f"ring holds {p._store.nbytes / 1024**2:.1f} MiB"
+            f"ring holds {p.held_bytes / 1024**2:.1f} MiB"
         )
         sup.dismiss(p.id)
 

@@ -17,11 +17,14 @@ from ._errors import (
     UnsafePath,
     UnsupportedPlatform,
 )
+from ._events import Subscription
 from ._output import LINE_MAX
 from ._proc import Proc
-from ._supervisor import Clock, Subscription, Supervisor, format_runtime
+from ._supervisor import Supervisor
+from ._text import format_runtime
 from ._topics import Pattern
 from ._types import (
+    Clock,
     Event,
     EventKind,
     ExitInfo,

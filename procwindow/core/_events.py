@@ -1,17 +1,26 @@
-"""Subscriptions: bounded queues of the events whose topic matches a pattern."""
+"""Events: the hub that publishes them by topic, and subscriptions, bounded
+queues of the events whose topic matches a pattern."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from ._topics import Pattern
+from ._topics import Pattern, topic_for
 from ._types import Event, EventKind
 
-__all__ = ["MISSED_TOPIC", "Subscription"]
+if TYPE_CHECKING:
+    from ._proc import Proc
+
+__all__ = ["DEFAULT_QUEUE_SIZE", "MISSED_TOPIC", "EventHub", "Subscription"]
+
+#: Default bound of a subscriber's queue; past it, events are counted as missed.
+DEFAULT_QUEUE_SIZE = 4096
 
 #: The topic of the event that reports lost events once the queue has drained.
 MISSED_TOPIC = "missed"
@@ -118,3 +127,58 @@ class Subscription:
 
     def __repr__(self) -> str:
         return f"<Subscription {self.pattern.text!r} queued={len(self._queue)}>"
+
+
+class EventHub:
+    """Publishes events about procs to the subscriptions whose pattern matches."""
+
+    def __init__(self, now: Callable[[], float]) -> None:
+        self._now = now
+        self._subs: list[Subscription] = []
+        self._closed = False
+
+    def subscribe(self, pattern: str, maxsize: int = DEFAULT_QUEUE_SIZE) -> Subscription:
+        """A new subscription; already closed if the hub is. InvalidPattern if malformed."""
+        sub = Subscription(Pattern(pattern), maxsize, self._unsubscribe)
+        if self._closed:
+            sub.close()
+        else:
+            self._subs.append(sub)
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with contextlib.suppress(ValueError):
+            self._subs.remove(sub)
+
+    @property
+    def listening(self) -> bool:
+        """True while anyone is subscribed."""
+        return bool(self._subs)
+
+    def publish(
+        self, p: Proc, kind: EventKind, *, at: float | None = None, **fields: object
+    ) -> None:
+        """An event of ``kind`` about ``p`` (``at``: its time, else now)."""
+        if not self._subs:
+            return
+        topic = topic_for(p.session, p.agent, kind.value)
+        ev: Event | None = None
+        for sub in list(self._subs):
+            if sub.pattern.matches(topic):
+                if ev is None:
+                    ev = Event(
+                        topic=topic,
+                        kind=kind,
+                        proc_id=p.id,
+                        session=p.session,
+                        agent=p.agent,
+                        time=self._now() if at is None else at,
+                        **fields,  # type: ignore[arg-type]
+                    )
+                sub._push(ev)
+
+    def close(self) -> None:
+        """End every subscription (iteration ends after what is queued)."""
+        self._closed = True
+        for sub in list(self._subs):
+            sub.close()

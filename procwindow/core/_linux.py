@@ -9,17 +9,20 @@ import os
 import signal
 import sys
 from collections.abc import Iterator
+from typing import NamedTuple
 
 from ._errors import UnsupportedPlatform
 
 __all__ = [
     "MARKER_VAR",
     "FdReserve",
+    "Stat",
     "is_fd_exhaustion",
     "marker_needle",
     "read_marker",
     "require_linux",
     "set_subreaper",
+    "signal_if_same",
     "stat_fields",
 ]
 
@@ -66,8 +69,17 @@ def is_fd_exhaustion(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in _EXHAUSTION
 
 
-def stat_fields(pid: int) -> tuple[str, int, int, int] | None:
-    """(state, ppid, pgrp, starttime) from /proc/<pid>/stat, or None if gone.
+class Stat(NamedTuple):
+    """The fields of ``/proc/<pid>/stat`` the supervisor uses."""
+
+    state: str  # R, S, D, Z, X …
+    ppid: int
+    pgrp: int
+    start: int  # clock ticks after boot: with the pid, names one process for good
+
+
+def stat_fields(pid: int) -> Stat | None:
+    """``/proc/<pid>/stat`` of a process, or None if it is gone.
 
     Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
     answering None: "cannot look" must never be taken for "it is gone".
@@ -81,7 +93,23 @@ def stat_fields(pid: int) -> tuple[str, int, int, int] | None:
         return None
     # comm may hold spaces and parentheses: the fields start after the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
-    return rest[0].decode(), int(rest[1]), int(rest[2]), int(rest[19])
+    return Stat(rest[0].decode(), int(rest[1]), int(rest[2]), int(rest[19]))
+
+
+def signal_if_same(pid: int, start: int, sig: int) -> bool:
+    """Send ``sig`` to ``pid`` if it is still the process that started at ``start``.
+
+    False if it is gone or its pid now names another process. Raises OSError
+    when out of file descriptors: then nobody knows, and nothing is sent.
+    (A pid read from /proc is not ours to reap, so it can be reused between the
+    look and the kill; the window is the few microseconds between the two.)
+    """
+    now = stat_fields(pid)
+    if now is None or now.start != start:
+        return False
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, sig)
+    return True
 
 
 def read_marker(pid: int, needle: bytes) -> int | None:

@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import shlex
-import subprocess
 from typing import TYPE_CHECKING
 
-import psutil
-
 from ._text import escape_controls
-from ._types import ExitInfo, ProcState, Stream
+from ._types import ExitInfo, ExitReason, ProcState
 
 if TYPE_CHECKING:
-    from ._output import LogFile, OutputStore
+    from ._child import Child
 
 __all__ = ["Proc", "format_cmd"]
 
@@ -27,8 +23,9 @@ def format_cmd(argv: tuple[str, ...]) -> str:
 class Proc:
     """One supervised child, as the supervisor sees it.
 
-    A read-only view: the supervisor owns the child, its pipes, its pidfd and its
-    log files; everyone else reads these properties and acts through the
+    A read-only view of its identity, state and exit: the supervisor owns the
+    child, its pipes, its pidfd and its log files (a private record, never
+    handed out); everyone else reads these properties and acts through the
     supervisor by ``id``.
     """
 
@@ -36,34 +33,20 @@ class Proc:
         "__weakref__",
         "_agent",
         "_argv",
-        "_capture_failed",
+        "_child",
         "_cmd",
         "_cwd",
         "_ended_at",
         "_ended_mono",
         "_env",
-        "_escalated",
         "_exit",
-        "_exit_fut",
         "_graceful_timeout",
         "_id",
-        "_kill_requested",
-        "_logs",
-        "_open_streams",
         "_os_pid",
-        "_out_pending",
-        "_pidfd",
-        "_popen",
-        "_ps_cache",
-        "_read_size",
         "_session",
-        "_signalled",
         "_started_at",
         "_started_mono",
         "_state",
-        "_stop_task",
-        "_store",
-        "_stream_fds",
         "_tool",
     )
 
@@ -71,23 +54,19 @@ class Proc:
         self,
         *,
         proc_id: int,
+        os_pid: int,
         argv: tuple[str, ...],
         session: str,
         agent: str,
         tool: str,
         cwd: str | None,
         env: dict[str, str | None] | None,
-        popen: subprocess.Popen[bytes],
-        pidfd: int,
-        store: OutputStore,
-        logs: dict[Stream, LogFile],
-        stream_fds: dict[Stream, int],
         started_at: float,
         started_mono: float,
-        exit_fut: asyncio.Future[ExitInfo],
         graceful_timeout: float | None = None,
     ) -> None:
         self._id = proc_id
+        self._os_pid = os_pid
         self._argv = argv
         self._cmd = format_cmd(argv)
         self._session = session
@@ -95,29 +74,35 @@ class Proc:
         self._tool = tool
         self._cwd = cwd
         self._env = env
-        self._popen = popen
-        self._os_pid = popen.pid
-        self._pidfd: int | None = pidfd
-        self._store = store
-        self._logs = logs
-        self._stream_fds: dict[Stream, int] = stream_fds
-        self._open_streams: set[Stream] = set(stream_fds)
-        self._read_size = dict.fromkeys(stream_fds, 65536)
         self._started_at = started_at
         self._started_mono = started_mono
         self._ended_at: float | None = None
         self._ended_mono: float | None = None
         self._state = ProcState.RUNNING
         self._exit: ExitInfo | None = None
-        self._exit_fut = exit_fut
-        self._stop_task: asyncio.Task[ExitInfo] | None = None
-        self._signalled = False  # term/interrupt/signal was sent by us
-        self._kill_requested = False
-        self._escalated = False
-        self._capture_failed = False
         self._graceful_timeout = graceful_timeout
-        self._out_pending: dict[Stream, list[int]] = {}
-        self._ps_cache: dict[int, psutil.Process] = {}
+        self._child: Child | None = None
+
+    # -- set by the supervisor only --------------------------------------------
+
+    def _attach(self, child: Child) -> None:
+        self._child = child
+
+    def _set_stopping(self) -> bool:
+        """Running → stopping; False if it was stopping or exited already."""
+        if self._state is not ProcState.RUNNING:
+            return False
+        self._state = ProcState.STOPPING
+        return True
+
+    def _set_exited(
+        self, code: int, sig: int | None, reason: ExitReason, at: float, mono: float
+    ) -> ExitInfo:
+        self._ended_at = at
+        self._ended_mono = mono
+        self._exit = ExitInfo(code, sig, reason, self.runtime(mono))
+        self._state = ProcState.EXITED
+        return self._exit
 
     # -- identity ------------------------------------------------------------
 
@@ -206,25 +191,31 @@ class Proc:
     @property
     def output_open(self) -> bool:
         """True while a pipe is still open (a descendant may hold it after exit)."""
-        return bool(self._open_streams)
+        return self._child is not None and bool(self._child.open_streams)
 
     @property
     def log_error(self) -> str | None:
         """The OS error that stopped logging to a file, if any. Capture goes on."""
-        for log in self._logs.values():
-            if log.error:
-                return log.error
+        if self._child is not None:
+            for log in self._child.logs.values():
+                if log.error:
+                    return log.error
         return None
 
     @property
     def output_bytes(self) -> int:
         """Bytes captured from both pipes so far."""
-        return self._store.total_bytes
+        return self._child.store.total_bytes if self._child is not None else 0
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of output held in memory now (the ring; bounded by ``ring_bytes``)."""
+        return self._child.store.nbytes if self._child is not None else 0
 
     @property
     def last_seq(self) -> int:
         """The seq of the newest complete line."""
-        return self._store.last_seq
+        return self._child.store.last_seq if self._child is not None else 0
 
     def runtime(self, now_mono: float) -> float:
         """Seconds from start to exit, or to ``now_mono`` (a monotonic time) while running."""

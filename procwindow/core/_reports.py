@@ -1,4 +1,5 @@
-"""The supervisor's text reports: ``idx`` (a TSV) and ``top`` (a table for people).
+"""The supervisor's reports: ``idx`` (a TSV), ``top`` (a table for people) and
+``stats`` (resource use of a proc's tree).
 
 Names and commands come from whoever spawned the proc and may hold anything
 but NUL. A report shows them escaped, so that a terminal never receives a raw
@@ -7,12 +8,17 @@ control sequence and a TSV reader always sees one row per proc.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
+import psutil
+
+from ._child import Child
 from ._proc import Proc
 from ._text import escape_controls, format_runtime
+from ._types import ProcStats
 
-__all__ = ["idx_text", "top_text"]
+__all__ = ["idx_text", "top_text", "tree_stats"]
 
 
 def idx_text(procs: Iterable[Proc], now_mono: float) -> str:
@@ -52,3 +58,34 @@ def top_text(procs: Iterable[Proc], now_mono: float) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
         for r in rows
     )
+
+
+def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
+    """CPU %, RSS, I/O bytes and threads of the child (while unreaped) and its
+    live ``descendants``. CPU % counts since the previous call for the same
+    processes: their psutil handles are kept in ``child.ps_cache``."""
+    pids = list(descendants)
+    if child.unreaped:
+        pids.insert(0, child.os_pid)
+    cache = child.ps_cache
+    seen: dict[int, psutil.Process] = {}
+    cpu = 0.0
+    rss = rd = wr = threads = 0
+    for pid in pids:
+        proc = cache.get(pid)
+        try:
+            if proc is None:
+                proc = psutil.Process(pid)
+            with proc.oneshot():
+                cpu += proc.cpu_percent(None)
+                rss += proc.memory_info().rss
+                threads += proc.num_threads()
+                with contextlib.suppress(psutil.AccessDenied, AttributeError):
+                    io = proc.io_counters()
+                    rd += io.read_bytes
+                    wr += io.write_bytes
+            seen[pid] = proc
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied, OSError):
+            continue
+    child.ps_cache = seen
+    return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.unreaped))

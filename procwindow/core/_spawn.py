@@ -1,16 +1,37 @@
-"""Checking a spawn's arguments and starting the child (Popen's vfork fast path)."""
+"""Spawning: checking the arguments, and starting a watched child (Popen's vfork
+fast path) that leaves nothing behind when any step fails."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import resource
+import signal
 import subprocess
 from collections.abc import Mapping
+from typing import NamedTuple
 
-from ._errors import CommandNotFound, CwdMissing, InvalidArgv, NotExecutable, SpawnFailed
+from . import _linux
+from ._errors import (
+    CommandNotFound,
+    CwdMissing,
+    InvalidArgv,
+    NotExecutable,
+    ProcwindowError,
+    SpawnFailed,
+)
 
-__all__ = ["check_cwd", "check_env", "os_error_text", "popen", "resolve"]
+__all__ = [
+    "Started",
+    "check_cwd",
+    "check_env",
+    "child_env",
+    "os_error_text",
+    "popen",
+    "resolve",
+    "start",
+]
 
 
 def os_error_text(exc: OSError) -> str:
@@ -48,6 +69,19 @@ def check_env(env: Mapping[str, str | None] | None) -> dict[str, str | None] | N
             raise InvalidArgv(f"environment variable {key} contains a NUL byte: {value!r}")
         out[key] = value
     return out
+
+
+def child_env(overrides: Mapping[str, str | None] | None, marker: str) -> dict[str, str]:
+    """The inherited environment with ``overrides`` applied (None removes a
+    variable) and the supervisor's marker set."""
+    env = dict(os.environ)
+    for key, value in (overrides or {}).items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    env[_linux.MARKER_VAR] = marker
+    return env
 
 
 def resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
@@ -117,3 +151,60 @@ def popen(
         if exc.errno == errno.ENOEXEC:
             raise NotExecutable(exe, "exec format error") from exc
         raise SpawnFailed(exc.errno, f"cannot start {args[0]!r}: {os_error_text(exc)}") from exc
+
+
+class Started(NamedTuple):
+    """A child that runs, watched: its pidfd and the read ends of its pipes."""
+
+    popen: subprocess.Popen[bytes]
+    pidfd: int
+    stdout: int
+    stderr: int
+    start: int  # its start time in clock ticks (with the pid, names it for good)
+
+
+def start(
+    args: tuple[str, ...], exe: str, cwd: str | None, env: dict[str, str], stdin: int | None
+) -> Started:
+    """Start a child in a process group of its own, with both pipes and a pidfd.
+
+    Any failure unwinds everything acquired so far, in reverse — the child too
+    (killed and reaped): nothing is left behind. Raises the errors of ``popen``,
+    or SpawnFailed when pipes or the pidfd cannot be had (EMFILE at the fd limit).
+    """
+    with contextlib.ExitStack() as undo:
+        try:
+            # The write ends are the child's: closed here whatever happens.
+            with contextlib.ExitStack() as write_ends:
+                out_r, out_w = os.pipe2(os.O_CLOEXEC)
+                undo.callback(os.close, out_r)
+                write_ends.callback(os.close, out_w)
+                err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                undo.callback(os.close, err_r)
+                write_ends.callback(os.close, err_w)
+                child = popen(args, exe, cwd, env, stdin, out_w, err_w)
+        except ProcwindowError:
+            raise
+        except OSError as exc:  # EMFILE, ENFILE
+            raise SpawnFailed(
+                exc.errno, f"cannot create pipes for {args[0]!r}: {os_error_text(exc)}"
+            ) from exc
+        undo.callback(_kill_unwatched, child)
+        try:
+            pidfd = os.pidfd_open(child.pid)
+            undo.callback(os.close, pidfd)
+            stat = _linux.stat_fields(child.pid)
+        except OSError as exc:
+            # We cannot watch it: do not let it run unsupervised.
+            raise SpawnFailed(exc.errno, f"cannot watch {args[0]!r}: {os_error_text(exc)}") from exc
+        if stat is None:
+            raise SpawnFailed(None, f"{args[0]!r} vanished as it started")
+        undo.pop_all()
+    return Started(child, pidfd, out_r, err_r, stat.start)
+
+
+def _kill_unwatched(child: subprocess.Popen[bytes]) -> None:
+    """A child we could not start watching: it must not run unsupervised."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()

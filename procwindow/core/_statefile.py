@@ -61,7 +61,7 @@ def state_dir() -> str:
 
 def _start_time(pid: int) -> int | None:
     fields = _linux.stat_fields(pid)
-    return fields[3] if fields is not None else None
+    return fields.start if fields is not None else None
 
 
 def _boot_id() -> bytes | None:

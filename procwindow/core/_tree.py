@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from . import _linux
 
-__all__ = ["FD_RESERVE", "SNAPSHOT_TTL", "Scanner", "Snapshot"]
+__all__ = ["FD_RESERVE", "FRESH_TTL", "SNAPSHOT_TTL", "Scanner", "Snapshot"]
 
 log = logging.getLogger("procwindow")
 
@@ -28,7 +28,7 @@ class Snapshot:
 
     taken: float
     children: dict[int, list[int]] = field(default_factory=dict)
-    info: dict[int, tuple[str, int, int]] = field(default_factory=dict)  # state, pgrp, start
+    info: dict[int, _linux.Stat] = field(default_factory=dict)
     marked: dict[int, list[int]] = field(default_factory=dict)
 
     def descendants(self, pid: int) -> list[int]:
@@ -55,8 +55,8 @@ def _take_snapshot(needle: bytes, markers: dict[int, tuple[int, int | None]]) ->
         fields = _linux.stat_fields(pid)
         if fields is None:
             continue
-        state, ppid, pgrp, start = fields
-        snap.info[pid] = (state, pgrp, start)
+        state, ppid, _pgrp, start = fields
+        snap.info[pid] = fields
         snap.children.setdefault(ppid, []).append(pid)
         known = markers.get(pid)
         if known is None or known[0] != start:
@@ -91,12 +91,12 @@ class Scanner:
         self._failed_at = -1.0
         self._warned = False
 
-    def snap(self, fresh: bool = False) -> Snapshot | None:
-        """The current snapshot (a new one if ``fresh`` or stale); None if /proc
-        cannot be read for want of file descriptors."""
+    def snap(self, max_age: float = SNAPSHOT_TTL) -> Snapshot | None:
+        """A snapshot at most ``max_age`` seconds old (FRESH_TTL: fresh, one of a
+        burst); None if /proc cannot be read for want of file descriptors."""
         now = time.monotonic()
         last = self._last
-        if last is not None and now - last.taken <= (FRESH_TTL if fresh else SNAPSHOT_TTL):
+        if last is not None and now - last.taken <= max_age:
             return last
         if now - self._failed_at <= FRESH_TTL:
             return None  # it just failed: do not rescan /proc for every signal of a burst

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 __all__ = [
+    "SYSTEM_CLOCK",
+    "Clock",
     "Event",
     "EventKind",
     "ExitInfo",
@@ -151,3 +154,26 @@ class ProcStats:
     io_write: int
     threads: int
     descendants: int
+
+
+class Clock(Protocol):
+    """Where the supervisor gets time from (a seam for tests)."""
+
+    def time(self) -> float:
+        """Wall-clock seconds since the epoch."""
+        ...
+
+    def monotonic(self) -> float:
+        """Monotonic seconds, for runtimes."""
+        ...
+
+
+class _SystemClock:
+    def time(self) -> float:
+        return time.time()
+
+    def monotonic(self) -> float:
+        return time.monotonic()
+
+
+SYSTEM_CLOCK: Clock = _SystemClock()

@@ -74,7 +74,7 @@ def test_start_output_exit_dismiss_events(run, tmp_path):
             assert [ev.proc_id for ev in only_exit_s1._queue] == [p.id]
             everything.close()
             only_exit_s1.close()
-            assert sup._subs == []
+            assert not sup._events.listening
 
     run(main())
 

@@ -44,7 +44,7 @@ def test_200mb_without_newline_bounded_memory_and_exact_log(run, tmp_path):
             await sup.wait(p.id)
             await until(lambda: not p.output_open)
             grown = psutil.Process().memory_info().rss - rss0
-            assert p._store.nbytes <= 8 * 1024 * 1024 + LINE_MAX
+            assert p.held_bytes <= 8 * 1024 * 1024 + LINE_MAX
             # the ring's bound plus slack for the interpreter: evicted blocks are freed
             assert grown < (8 + 32) * 1024 * 1024, f"supervisor grew {grown >> 20} MiB"
             assert p.output_bytes == total

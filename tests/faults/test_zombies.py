@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 
 from procwindow import ExitReason, Supervisor
+from procwindow.core._tree import FRESH_TTL
 
 from ..core.helpers import py
 
@@ -117,7 +118,8 @@ def test_a_pid_hopper_is_stopped_by_term_without_a_subreaper(run, tmp_path):
             p = await sup.spawn(PID_HOPPER, session="s", agent="a")
             await asyncio.sleep(0.3)
             await sup.term(p.id)
-            snap = sup._snap(fresh=True)
+            assert sup._run is not None
+            snap = sup._run.signals.snap(FRESH_TTL)
             assert snap is not None
             assert snap.marked.get(p.id, []) == []
 

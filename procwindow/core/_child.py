@@ -1,0 +1,165 @@
+"""Child: the supervisor's private record of one child and everything it holds."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import enum
+import os
+import subprocess
+from typing import TYPE_CHECKING
+
+import psutil
+
+from ._types import ExitInfo, ExitReason, Stream
+
+if TYPE_CHECKING:
+    from ._output import LogFile, OutputStore
+    from ._proc import Proc
+
+__all__ = ["Child", "StopCause"]
+
+
+class StopCause(enum.IntEnum):
+    """Why the supervisor stopped a child, strongest last. Only ever raised."""
+
+    NONE = 0
+    SIGNALLED = 1  # term, interrupt or another signal was sent by us
+    KILLED = 2  # kill (SIGKILL) was asked for
+    ESCALATED = 3  # term's grace ran out and SIGKILL followed
+
+
+class Child:
+    """What the supervisor owns for one proc: the Popen, the pidfd, the read ends
+    of both pipes, the log files, the ring of lines, the exit future and the
+    stop task. Nobody but the supervisor (and its parts) holds one; everyone
+    else sees the :class:`Proc` in ``proc``.
+    """
+
+    __slots__ = (
+        "capture_failed",
+        "exit_fut",
+        "logs",
+        "open_streams",
+        "out_pending",
+        "pidfd",
+        "popen",
+        "proc",
+        "ps_cache",
+        "read_size",
+        "stop_cause",
+        "stop_task",
+        "store",
+        "stream_fds",
+    )
+
+    def __init__(
+        self,
+        proc: Proc,
+        popen: subprocess.Popen[bytes],
+        pidfd: int,
+        stream_fds: dict[Stream, int],
+        store: OutputStore,
+        logs: dict[Stream, LogFile],
+        exit_fut: asyncio.Future[ExitInfo],
+    ) -> None:
+        self.proc = proc
+        self.popen = popen
+        #: Open until the child is reaped: while it is, its pid cannot be reused.
+        self.pidfd: int | None = pidfd
+        self.stream_fds = stream_fds
+        #: Streams whose pipe is still open (a descendant may hold it after exit).
+        self.open_streams: set[Stream] = set(stream_fds)
+        self.read_size = dict.fromkeys(stream_fds, 65536)
+        self.store = store
+        self.logs = logs
+        self.exit_fut = exit_fut
+        self.stop_task: asyncio.Task[ExitInfo] | None = None
+        self.stop_cause = StopCause.NONE
+        self.capture_failed = False
+        #: Output not yet announced: {stream: [first seq, last seq]}.
+        self.out_pending: dict[Stream, list[int]] = {}
+        #: psutil handles of the tree, kept between stats() calls for CPU %.
+        self.ps_cache: dict[int, psutil.Process] = {}
+        proc._attach(self)
+
+    @property
+    def id(self) -> int:
+        return self.proc.id
+
+    @property
+    def os_pid(self) -> int:
+        return self.proc.os_pid
+
+    @property
+    def unreaped(self) -> bool:
+        """True until its exit status is taken: its pid and group id are still its own."""
+        return self.pidfd is not None
+
+    def note_stop(self, cause: StopCause) -> None:
+        """Record why we stop it; a stronger cause wins (a kill after a term)."""
+        self.stop_cause = max(self.stop_cause, cause)
+
+    def exit_reason(self, code: int, sig: int | None, stolen: bool) -> ExitReason:
+        """How it ended, from its status and what we did to it."""
+        if self.stop_cause is StopCause.ESCALATED:
+            return ExitReason.ESCALATED
+        if self.stop_cause is StopCause.KILLED:
+            return ExitReason.KILLED
+        if self.stop_cause is StopCause.SIGNALLED:
+            return ExitReason.TERMINATED
+        if sig is None and code == 0 and not stolen:
+            return ExitReason.EXITED
+        return ExitReason.FAILED
+
+    def close_pidfd(self, loop: asyncio.AbstractEventLoop | None) -> bool:
+        """Stop watching for its exit and close the pidfd; False if already closed."""
+        pidfd, self.pidfd = self.pidfd, None
+        if pidfd is None:
+            return False
+        if loop is not None:
+            loop.remove_reader(pidfd)
+        os.close(pidfd)
+        return True
+
+    def reap(self, loop: asyncio.AbstractEventLoop | None) -> tuple[int, int | None, bool] | None:
+        """Take its exit status if it has exited: ``(code, signal, stolen)``, or
+        None while it runs. ``code`` is 128+N after death by signal N; ``stolen``:
+        someone else reaped it (code 255). The pidfd is closed once it is reaped.
+        """
+        if self.pidfd is None:
+            return None
+        try:
+            res = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG)
+        except ChildProcessError:
+            res = None
+            stolen = True
+        else:
+            stolen = False
+            if res is None:
+                return None
+        self.close_pidfd(loop)
+        if res is None:
+            code, sig = 255, None
+        elif res.si_code == os.CLD_EXITED:
+            code, sig = res.si_status, None
+        else:
+            code, sig = 128 + res.si_status, res.si_status
+        self.popen.returncode = code if sig is None else -sig
+        return code, sig, stolen
+
+    def close_stream(self, stream: Stream, loop: asyncio.AbstractEventLoop | None) -> bool:
+        """Close one pipe's read end; False if it was closed already."""
+        if stream not in self.open_streams:
+            return False
+        self.open_streams.discard(stream)
+        fd = self.stream_fds[stream]
+        if loop is not None:
+            loop.remove_reader(fd)
+        os.close(fd)
+        return True
+
+    def close_logs(self) -> None:
+        for log_file in self.logs.values():
+            with contextlib.suppress(OSError):
+                log_file.close()

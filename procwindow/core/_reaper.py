@@ -1,0 +1,217 @@
+"""Leftovers and orphans: the sweep that kills what dismissed procs left behind
+and keeps the guards current, and the subreaper's reaping of orphans."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Callable, Mapping
+
+from . import _linux
+from ._child import Child
+from ._signals import TREE_POLL, TreeSignals
+from ._statefile import StateFile
+from ._tree import FRESH_TTL
+from ._watchdog import Watchdog
+
+__all__ = ["SWEEP_INTERVAL", "Sweeper", "own_child", "reap_orphans"]
+
+log = logging.getLogger("procwindow")
+
+#: How often (seconds) leftovers of dismissed procs are looked for.
+SWEEP_INTERVAL = 1.0
+#: How often (seconds) a subreaper looks for orphans to reap; much more often
+#: while orphans keep dying (a process that keeps re-forking).
+REAP_INTERVAL = 0.1
+_REAP_BUSY = 0.01
+
+_subreaper_users = 0
+#: Process-wide, across supervisors: the children each reaps itself (through
+#: its pidfd), with the call that does it. Orphan reaping never takes these.
+_OWN_CHILDREN: dict[int, Callable[[], None]] = {}
+
+
+def own_child(pid: int, reap: Callable[[], None] | None) -> None:
+    """Register (``reap``) or drop (None) a child that its supervisor reaps itself."""
+    if reap is None:
+        _OWN_CHILDREN.pop(pid, None)
+    else:
+        _OWN_CHILDREN[pid] = reap
+
+
+def reap_orphans() -> int:
+    """Reap every zombie child of this process; return how many were orphans.
+
+    Only for a subreaper that owns its process: a zombie that is one of our
+    procs (or a watchdog) is handed to its owner, which records its exit; any
+    other is an orphan re-parented here, reaped by its own pid. ``WNOWAIT``
+    peeks without reaping, so the owner still gets its status.
+    """
+    reaped = 0
+    last = 0
+    while True:
+        try:
+            res = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return reaped
+        if res is None:
+            return reaped
+        pid = res.si_pid
+        owner = _OWN_CHILDREN.get(pid)
+        if owner is not None:
+            if pid == last:
+                return reaped  # its owner did not reap it (yet): do not spin
+            last = pid
+            owner()
+            continue
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
+        reaped += 1
+
+
+class Sweeper:
+    """Runs on the loop while a supervisor is open.
+
+    The sweep kills whatever carries the marker of a dismissed proc (a daemon
+    that let go of the pipes) and the trees that could not be seen before (fd
+    limit), while any are found; it keeps the watchdog and the state file up
+    to date (a restarted watchdog is told what runs) while any child runs.
+    As subreaper it also reaps every orphan re-parented to this process.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        children: Mapping[int, Child],
+        signals: TreeSignals,
+        statefile: StateFile,
+        watchdog: Watchdog | None,
+    ) -> None:
+        self._loop = loop
+        self._children = children
+        self._signals = signals
+        self._statefile = statefile
+        self._watchdog = watchdog
+        self._handle: asyncio.TimerHandle | None = None
+        self._due = 0.0
+        self._scan_due = False  # the next sweep reads /proc
+        self._reap_handle: asyncio.TimerHandle | None = None
+        self._subreaper = False
+        self._closed = False
+
+    # -- subreaper ------------------------------------------------------------------
+
+    def become_subreaper(self) -> bool:
+        """Reap orphans from now on (process-wide, shared with other supervisors)."""
+        global _subreaper_users
+        if _subreaper_users or _linux.set_subreaper(True):
+            _subreaper_users += 1
+            self._subreaper = True
+            self._reap_handle = self._loop.call_later(REAP_INTERVAL, self._reap_tick)
+        return self._subreaper
+
+    @property
+    def subreaper(self) -> bool:
+        return self._subreaper
+
+    def _reap_tick(self) -> None:
+        self._reap_handle = None
+        if self._closed:
+            return
+        try:
+            reaped = reap_orphans()
+        except Exception:
+            log.exception("reaping orphans failed")
+            reaped = 0
+        delay = _REAP_BUSY if reaped else REAP_INTERVAL
+        self._reap_handle = self._loop.call_later(delay, self._reap_tick)
+
+    # -- the sweep --------------------------------------------------------------------
+
+    def schedule(self, delay: float, *, scan: bool = True) -> None:
+        """Sweep in ``delay`` seconds (or sooner, if one is due sooner). ``scan``:
+        that sweep reads /proc for leftovers; without it, it only checks on the
+        watchdog and the state file, which costs next to nothing."""
+        if self._closed:
+            return
+        self._scan_due = self._scan_due or scan
+        due = self._loop.time() + delay
+        if self._handle is not None:
+            if self._due <= due:
+                return
+            self._handle.cancel()
+        self._due = due
+        self._handle = self._loop.call_later(delay, self._sweep)
+
+    def _sweep(self) -> None:
+        self._handle = None
+        if self._scan_due:
+            self._scan_due = False
+            try:
+                self._scan_due = self._sweep_once() or self._signals.retry_pending
+            except Exception:  # a sweep must never take the loop down
+                log.exception("leftover sweep failed")
+                self._scan_due = True
+        try:
+            delivered = self._statefile.flush()
+            if self._watchdog is not None:
+                delivered = self._watchdog.flush() and delivered
+        except Exception:
+            log.exception("keeping the watchdog up to date failed")
+            delivered = False
+        running = any(c.unreaped for c in self._children.values())
+        if self._scan_due or not delivered or running:
+            self.schedule(SWEEP_INTERVAL, scan=self._scan_due)
+
+    def _sweep_once(self) -> bool:
+        """One sweep; True if it found something to kill (or could not look)."""
+        snap = self._signals.snap(FRESH_TTL)
+        if snap is None:
+            return True
+        found = False
+        for proc_id, pids in snap.marked.items():
+            if proc_id in self._children:
+                continue
+            for pid in pids:  # a leftover of a dismissed proc
+                try:
+                    found = (
+                        _linux.signal_if_same(pid, snap.info[pid].start, signal.SIGKILL) or found
+                    )
+                except OSError:
+                    return True
+        self._signals.retry()
+        return found
+
+    async def wait_gone(self, deadline: float) -> bool:
+        """After the final kill: wait (bounded) until no process carries our
+        marker; True if none does, False if some do or /proc cannot be read."""
+        while True:
+            if self._subreaper:
+                reap_orphans()
+            snap = self._signals.snap(FRESH_TTL)
+            if snap is not None and not snap.marked:
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(TREE_POLL)
+
+    def close(self) -> None:
+        """Stop sweeping and reaping; reap the orphans that came before."""
+        self._closed = True
+        for handle in (self._handle, self._reap_handle):
+            if handle is not None:
+                handle.cancel()
+        self._handle = self._reap_handle = None
+        if self._subreaper:
+            global _subreaper_users
+            _subreaper_users -= 1
+            if _subreaper_users == 0:
+                _linux.set_subreaper(False)
+            self._subreaper = False
+            # Orphans re-parented before that are still ours to reap.
+            with contextlib.suppress(Exception):
+                reap_orphans()
