@@ -1,7 +1,9 @@
 """procwindow: an asyncio process supervisor, and a Qt window to watch and control it.
 
 The supervisor (:class:`Supervisor`) needs only the standard library and psutil;
-importing this package never imports Qt.
+importing this package never imports Qt. The rules every layer shares
+(defaults, command and scope checks, scope patterns and counts) are in
+:mod:`procwindow.core.rules`.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from procwindow.core import (
     SupervisorClosed,
     UnsafePath,
     UnsupportedPlatform,
+    WrongLoop,
 )
 
 try:
@@ -67,5 +70,6 @@ __all__ = [
     "SupervisorClosed",
     "UnsafePath",
     "UnsupportedPlatform",
+    "WrongLoop",
     "__version__",
 ]

@@ -16,6 +16,7 @@ from ._errors import (
     SupervisorClosed,
     UnsafePath,
     UnsupportedPlatform,
+    WrongLoop,
 )
 from ._events import Subscription
 from ._output import LINE_MAX
@@ -85,6 +86,7 @@ __all__ = [
     "SupervisorClosed",
     "UnsafePath",
     "UnsupportedPlatform",
+    "WrongLoop",
     "check_graceful_timeout",
     "command_argv",
     "count_scopes",

@@ -20,6 +20,7 @@ __all__ = [
     "SupervisorClosed",
     "UnsafePath",
     "UnsupportedPlatform",
+    "WrongLoop",
 ]
 
 
@@ -120,3 +121,10 @@ class UnsafePath(ProcwindowError, PermissionError):
 
 class SupervisorClosed(ProcwindowError, RuntimeError):
     """The supervisor is closing or closed: it starts nothing more."""
+
+
+class WrongLoop(ProcwindowError, RuntimeError):
+    """A supervisor is used from an event loop other than the one it first ran on."""
+
+    def __init__(self) -> None:
+        super().__init__("a Supervisor is bound to the event loop it first ran on")

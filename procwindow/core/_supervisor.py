@@ -18,7 +18,7 @@ from types import TracebackType
 from . import _spawn
 from ._capture import Capture
 from ._child import Child, StopCause
-from ._errors import ProcNotFound, ProcRunning, ProcwindowError, SupervisorClosed
+from ._errors import ProcNotFound, ProcRunning, SupervisorClosed, WrongLoop
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._linux import require_linux
 from ._logdir import LogDir
@@ -171,7 +171,7 @@ class Supervisor:
             if self._want_subreaper:
                 self._run.sweeper.become_subreaper()
         elif loop is not self._run.loop:
-            raise ProcwindowError("a Supervisor is bound to the event loop it first ran on")
+            raise WrongLoop
         return self._run
 
     @property
