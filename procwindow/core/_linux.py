@@ -69,6 +69,21 @@ def is_fd_exhaustion(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in _EXHAUSTION
 
 
+def _read_proc(pid: int, name: str) -> bytes | None:
+    """``/proc/<pid>/<name>``, or None if it cannot be read (gone, not ours).
+
+    Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
+    answering None: "cannot look" must never be taken for "it is gone".
+    """
+    try:
+        with open(f"/proc/{pid}/{name}", "rb") as f:
+            return f.read()
+    except OSError as exc:
+        if is_fd_exhaustion(exc):
+            raise
+        return None
+
+
 class Stat(NamedTuple):
     """The fields of ``/proc/<pid>/stat`` the supervisor uses."""
 
@@ -84,12 +99,8 @@ def stat_fields(pid: int) -> Stat | None:
     Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
     answering None: "cannot look" must never be taken for "it is gone".
     """
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
-    except OSError as exc:
-        if is_fd_exhaustion(exc):
-            raise
+    raw = _read_proc(pid, "stat")
+    if raw is None:
         return None
     # comm may hold spaces and parentheses: the fields start after the last ')'.
     rest = raw[raw.rfind(b")") + 2 :].split()
@@ -117,12 +128,8 @@ def read_marker(pid: int, needle: bytes) -> int | None:
 
     Raises OSError when out of file descriptors (see ``stat_fields``).
     """
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read()
-    except OSError as exc:
-        if is_fd_exhaustion(exc):
-            raise
+    env = _read_proc(pid, "environ")
+    if env is None:
         return None
     at = env.find(needle)
     if at < 0 or (at > 0 and env[at - 1] != 0):

@@ -39,15 +39,25 @@ def private_dir(path: str, *, what: str, create: bool = True) -> str:
         if create:
             raise
         return path
+    _refuse_unless_ours(path, what, st, directory=True)
+    return path
+
+
+def _refuse_unless_ours(path: str, what: str, st: os.stat_result, *, directory: bool) -> None:
+    """UnsafePath unless ``st`` is our own directory that only we can write to
+    (``directory``), or our own regular file with a single link."""
     if stat.S_ISLNK(st.st_mode):
         raise UnsafePath(path, what, "is a symlink")
-    if not stat.S_ISDIR(st.st_mode):
+    if directory and not stat.S_ISDIR(st.st_mode):
         raise UnsafePath(path, what, "is not a directory")
+    if not directory and not stat.S_ISREG(st.st_mode):
+        raise UnsafePath(path, what, "is not a regular file")
     if st.st_uid != os.getuid():
         raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us ({os.getuid()})")
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+    if directory and st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         raise UnsafePath(path, what, f"is writable by others (mode {stat.S_IMODE(st.st_mode):04o})")
-    return path
+    if not directory and st.st_nlink != 1:
+        raise UnsafePath(path, what, f"has {st.st_nlink} hard links")
 
 
 def private_state_root() -> str:
@@ -80,12 +90,7 @@ def open_private_file(path: str, *, what: str, append: bool = False) -> int:
         raise
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise UnsafePath(path, what, "is not a regular file")
-        if st.st_uid != os.getuid():
-            raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us")
-        if st.st_nlink != 1:
-            raise UnsafePath(path, what, f"has {st.st_nlink} hard links")
+        _refuse_unless_ours(path, what, st, directory=False)
         if stat.S_IMODE(st.st_mode) != 0o600:
             os.fchmod(fd, 0o600)
         if not append and st.st_size:
@@ -108,11 +113,4 @@ def check_private_file(path: str, *, what: str) -> None:
         st = os.lstat(path)
     except FileNotFoundError:
         return
-    if stat.S_ISLNK(st.st_mode):
-        raise UnsafePath(path, what, "is a symlink")
-    if not stat.S_ISREG(st.st_mode):
-        raise UnsafePath(path, what, "is not a regular file")
-    if st.st_uid != os.getuid():
-        raise UnsafePath(path, what, f"belongs to uid {st.st_uid}, not to us")
-    if st.st_nlink != 1:
-        raise UnsafePath(path, what, f"has {st.st_nlink} hard links")
+    _refuse_unless_ours(path, what, st, directory=False)

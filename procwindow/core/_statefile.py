@@ -28,10 +28,10 @@ import re
 import signal
 import stat
 import time
-import weakref
 
 from . import _linux
 from ._errors import UnsafePath
+from ._guard import Guard
 from ._private import open_private_file, private_dir, private_state_root
 
 __all__ = ["StateFile", "recover_leftovers", "state_dir"]
@@ -75,19 +75,7 @@ def _boot_id() -> bytes | None:
     return raw if _BOOT_ID.fullmatch(raw) else None
 
 
-# Every open StateFile, so a forked child lets go of them without removing them.
-_live: weakref.WeakSet[StateFile] = weakref.WeakSet()
-
-
-def _after_fork_in_child() -> None:
-    for state in list(_live):
-        state._forget_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class StateFile:
+class StateFile(Guard):
     """One supervisor's record of its running children.
 
     ``folder`` defaults to ``state_dir()``; it, and with the default its parent
@@ -96,40 +84,19 @@ class StateFile:
     """
 
     def __init__(self, token: str, folder: str | None = None) -> None:
+        super().__init__()
         self._token = token
         self._folder = folder
         self.path = os.path.join(folder or state_dir(), f"{token}.pids")
-        self._fd: int | None = None
         self._size = 0
-        self._listed: dict[int, int] = {}
         self._stale = False  # the file is behind self._listed: rewrite it
         self._refused = False  # the directory is not ours: keep no file
         self._warned = False
-        self._closed = False
-        _live.add(self)
-
-    @property
-    def listed(self) -> dict[int, int]:
-        """A copy of the running children as recorded: pid -> start time."""
-        return dict(self._listed)
 
     @property
     def in_sync(self) -> bool:
         """True when the file (if one is needed) holds every recorded change."""
         return self._refused or not self._stale
-
-    def started(self, pid: int, start_time: int) -> None:
-        """Record a started child."""
-        if self._closed:
-            return
-        self._listed[pid] = start_time
-        self._record(f"+ {pid} {start_time}\n")
-
-    def reaped(self, pid: int) -> None:
-        """Record a reaped child."""
-        if self._closed or self._listed.pop(pid, None) is None:
-            return
-        self._record(f"- {pid}\n")
 
     def flush(self) -> bool:
         """Retry a write that failed; True once the file is up to date."""
@@ -137,35 +104,19 @@ class StateFile:
             self._sync()
         return self.in_sync
 
-    def close(self) -> None:
-        """Stand down: remove the file if nothing is listed, else ``abandon``. Idempotent."""
-        if self._closed:
-            return
-        if self._listed:
-            self.abandon()
-            return
-        self._closed = True
-        _live.discard(self)
+    def _stand_down(self) -> None:
+        # Nothing listed: the file has nothing left to say.
         if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+            self._close_fd()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.path)
 
-    def abandon(self) -> None:
-        """Close, keeping the file for ``recover_leftovers`` once this process is gone.
-
-        For a host that stops while children may still run. Idempotent.
-        """
-        if self._closed:
-            return
+    def _let_go(self) -> None:
+        # The file stays for ``recover_leftovers`` once this process is gone.
         if self._stale and self._listed:
             self._sync()
-        self._closed = True
-        _live.discard(self)
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self._set_closed()
+        self._close_fd()
 
     # -- internals -------------------------------------------------------------
 
@@ -257,15 +208,6 @@ class StateFile:
                 self.path,
                 exc.strerror or exc,
             )
-
-    def _forget_after_fork(self) -> None:
-        # A forked child neither writes nor removes its parent's file.
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-        self._fd = None
-        self._listed = {}
-        self._closed = True
 
 
 # -- recovery ----------------------------------------------------------------

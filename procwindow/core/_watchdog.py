@@ -34,9 +34,9 @@ import signal
 import subprocess
 import sys
 import time
-import weakref
 
 from . import _linux
+from ._guard import Guard
 
 __all__ = ["WATCHDOG_SOURCE", "Watchdog"]
 
@@ -199,21 +199,11 @@ _EXIT_WAIT = 2.0
 #: How long ``abandon`` waits for the watchdog to finish killing (it starts a Python first).
 _FINISH_WAIT = 5.0
 
-# Every live Watchdog, so a forked child can let go of their pipes.
-_live: weakref.WeakSet[Watchdog] = weakref.WeakSet()
 # Watchdogs left to finish killing on their own, reaped once they have.
 _finishing: list[subprocess.Popen[bytes]] = []
 
 
-def _after_fork_in_child() -> None:
-    for watchdog in list(_live):
-        watchdog._forget_after_fork()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-class Watchdog:
+class Watchdog(Guard):
     """The supervisor's side of the watchdog: tells it what runs, says goodbye on close.
 
     Never blocks on the watchdog process except in ``close`` and ``abandon``,
@@ -225,28 +215,20 @@ class Watchdog:
     def __init__(self, token: str, *, max_backlog: int = 64 * 1024) -> None:
         if max_backlog < _LINE_MAX:
             raise ValueError(f"max_backlog must be at least {_LINE_MAX} bytes")
+        super().__init__()
         self._token = token
         self._max_backlog = max_backlog
-        self._listed: dict[int, int] = {}
         self._popen: subprocess.Popen[bytes] | None = None
-        self._fd: int | None = None
         self._pending = bytearray()
         # The pipe holds the first part of a line whose rest is still pending.
         self._mid_line = False
         # Queued changes were dropped: send the whole listed set next.
         self._resync = False
-        self._closed = False
-        _live.add(self)
 
     @property
     def pid(self) -> int | None:
         """The watchdog's pid while it runs."""
         return self._popen.pid if self._popen is not None else None
-
-    @property
-    def listed(self) -> dict[int, int]:
-        """A copy of what the watchdog is to kill if this process dies: pid -> start time."""
-        return dict(self._listed)
 
     @property
     def backlog(self) -> int:
@@ -258,19 +240,8 @@ class Watchdog:
         """The most ``backlog`` may hold right now."""
         return self._max_backlog + _LINE_MAX * (len(self._listed) + 2)
 
-    def started(self, pid: int, start_time: int) -> None:
-        """A child started (its pid leads its own group); start the watchdog if needed."""
-        if self._closed:
-            return
-        self._listed[pid] = start_time
-        self._queue(f"+ {pid} {start_time}\n".encode())
-        self.flush()
-
-    def reaped(self, pid: int) -> None:
-        """A child was reaped: its pid may be reused from now on."""
-        if self._closed or self._listed.pop(pid, None) is None:
-            return
-        self._queue(f"- {pid}\n".encode())
+    def _record(self, line: str) -> None:
+        self._queue(line.encode())
         self.flush()
 
     def flush(self) -> bool:
@@ -309,21 +280,10 @@ class Watchdog:
         self.flush()
         return True
 
-    def close(self) -> None:
-        """Stand the watchdog down: goodbye if nothing is listed, else ``abandon``.
-
-        With nothing listed it is told goodbye and exits without killing
-        anything; if the goodbye cannot be delivered within a second (a
-        stopped watchdog), the watchdog is SIGKILLed instead, since it has
-        nothing left to guard. Idempotent.
-        """
-        if self._closed:
-            return
-        if self._listed:
-            self.abandon()
-            return
-        self._closed = True
-        _live.discard(self)
+    def _stand_down(self) -> None:
+        # Nothing listed: it is told goodbye and exits without killing
+        # anything; if the goodbye cannot be delivered within a second (a
+        # stopped watchdog), it is SIGKILLed instead, having nothing to guard.
         if self._fd is None:
             self._stop_process(kill=True)
             return
@@ -342,18 +302,12 @@ class Watchdog:
             self._stop_process(kill=False, wait=_EXIT_WAIT)
         self._stop_process(kill=True)
 
-    def abandon(self) -> None:
-        """Close the pipe without a goodbye: the watchdog kills what is listed and marked.
-
-        For a host that stops while children of its own may still run. Tries
-        for a second to deliver queued changes first, continues a stopped
-        watchdog, and waits a little for it to finish; one that is still busy
-        is left to finish on its own. Idempotent.
-        """
-        if self._closed:
-            return
-        self._closed = True
-        _live.discard(self)
+    def _let_go(self) -> None:
+        # The pipe closes without a goodbye: the watchdog kills what is listed
+        # and marked. Queued changes get a second to be delivered first; a
+        # stopped watchdog is continued and given a little time to finish; one
+        # still busy is left to finish on its own.
+        self._set_closed()
         if self._fd is not None:
             with contextlib.suppress(OSError):
                 self._deliver(time.monotonic() + _DELIVER_WAIT)
@@ -496,14 +450,9 @@ class Watchdog:
     def _forget_after_fork(self) -> None:
         # In a forked child: the pipe must not keep the watchdog from seeing
         # the parent die, and the watchdog is not this process's child.
-        if self._fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(self._fd)
-        self._fd = None
+        super()._forget_after_fork()
         if self._popen is not None:
             # Not this process's child: nothing to wait for, nothing to warn about.
             self._popen.returncode = 0
             self._popen = None
         self._pending = bytearray()
-        self._listed = {}
-        self._closed = True
