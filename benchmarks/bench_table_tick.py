@@ -41,7 +41,7 @@ from PySide6.QtWidgets import QApplication
 
 from procwindow.core import ExitInfo, ExitReason, Pattern, ProcState, Subscription
 from procwindow.qt import ProcModel
-from procwindow.qt.models import _RUNTIME_ROLES, ProcColumn
+from procwindow.qt.models.roles import RUNTIME_ROLES, ProcColumn
 
 QML = b"""
 import QtQuick
@@ -177,7 +177,7 @@ async def scenario(
                 model.dataChanged.emit(
                     model.index(0, column),
                     model.index(model.rowCount() - 1, column),
-                    _RUNTIME_ROLES,
+                    RUNTIME_ROLES,
                 )
 
         else:

@@ -14,7 +14,7 @@ from pytestqt.qtbot import QtBot
 
 from procwindow.core import Proc, Supervisor
 from procwindow.qt import OutputModel, OutputRole
-from procwindow.qt import models as qt_models
+from procwindow.qt.models import _lines, output
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -156,7 +156,7 @@ def test_appends_are_batched_one_insert_per_frame(
     for (_, _, last), (_, first, _) in itertools.pairwise(inserts):
         assert first == last + 1
     gaps = [b[0] - a[0] for a, b in itertools.pairwise(inserts)]
-    assert all(gap >= (qt_models.FRAME_MS - 2) / 1000 for gap in gaps), gaps
+    assert all(gap >= (output.FRAME_MS - 2) / 1000 for gap in gaps), gaps
     # The flood arrived in far fewer inserts than lines (or coalesced events).
     assert len(inserts) <= total // 1000
 
@@ -275,8 +275,8 @@ def test_a_long_filter_runs_in_slices(
     p = finished(sup, qrun, "for i in range(5000): print('x' if i % 7 else 'hit', i)")
     model = OutputModel(sup, p.id)
     qtmodeltester.check(model)
-    monkeypatch.setattr(qt_models, "FILTER_BUDGET", 0.0)  # one chunk per frame
-    monkeypatch.setattr(qt_models, "FILTER_CHUNK", 1000)
+    monkeypatch.setattr(output, "FILTER_BUDGET", 0.0)  # one chunk per frame
+    monkeypatch.setattr(_lines, "FILTER_CHUNK", 1000)
     inserts: list[int] = []
     model.rowsInserted.connect(lambda _p, first, last: inserts.append(last - first + 1))
     model.filterText = "hit"
@@ -362,8 +362,8 @@ def test_a_big_load_is_stripped_lazily_with_the_same_results(
 ) -> None:
     # An escape code inside a word: only the stripped text contains "abcd".
     p = finished(sup, qrun, r"for i in range(300): print(f'\x1b[1mab\x1b[0mcd {i}')")
-    monkeypatch.setattr(qt_models, "STRIP_AT_ONCE", 10)  # the 300-line load is "big"
-    monkeypatch.setattr(qt_models, "FILTER_CHUNK", 64)
+    monkeypatch.setattr(_lines, "STRIP_AT_ONCE", 10)  # the 300-line load is "big"
+    monkeypatch.setattr(_lines, "FILTER_CHUNK", 64)
     model = OutputModel(sup, p.id)
     qtmodeltester.check(model)
     assert model.data(model.index(299), OutputRole.TEXT) == "abcd 299"  # stripped on demand

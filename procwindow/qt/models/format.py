@@ -1,0 +1,60 @@
+"""How the models put values into words and colours: status, signal names, times.
+
+Plain functions over core types; nothing here needs Qt.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+
+from procwindow.core import ExitInfo, ExitReason, ProcState
+
+__all__ = ["STATUS_COLORS", "signal_name", "status_color", "status_text", "time_text"]
+
+#: Status colours (any QML ``color`` string), by state or exit reason.
+STATUS_COLORS: dict[str, str] = {
+    ProcState.STARTING: "#1565c0",
+    ProcState.RUNNING: "#2e7d32",
+    ProcState.STOPPING: "#ef6c00",
+    ExitReason.EXITED: "#757575",
+    ExitReason.FAILED: "#c62828",
+    ExitReason.TERMINATED: "#8d6e63",
+    ExitReason.KILLED: "#ad1457",
+    ExitReason.ESCALATED: "#ad1457",
+}
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15; ``signal 99`` for a number with no name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def status_text(state: ProcState, exit: ExitInfo | None) -> str:
+    """The Status cell: ``running``, ``stopping``, ``exited (0)``, ``failed (SIGSEGV)``…
+
+    >>> status_text(ProcState.EXITED, ExitInfo(143, 15, ExitReason.TERMINATED, 1.0))
+    'terminated (SIGTERM)'
+    """
+    if exit is None:
+        return state.value
+    detail = signal_name(exit.signal) if exit.signal is not None else str(exit.code)
+    match exit.reason:
+        case ExitReason.ESCALATED:
+            return "killed (ignored SIGTERM)"
+        case reason:
+            return f"{reason.value} ({detail})"
+
+
+def status_color(state: ProcState, exit: ExitInfo | None) -> str:
+    """The colour of the Status cell: by exit reason once exited, else by state."""
+    return STATUS_COLORS[exit.reason if exit is not None else state]
+
+
+def time_text(stamp: float, millis: bool = False) -> str:
+    """A wall-clock time as local ``HH:MM:SS`` (``HH:MM:SS.mmm`` with ``millis``)."""
+    text = time.strftime("%H:%M:%S", time.localtime(stamp))
+    return f"{text}.{int(stamp * 1000) % 1000:03d}" if millis else text

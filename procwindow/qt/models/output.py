@@ -1,0 +1,392 @@
+"""OutputModel: the output lines of one process, filtered and capped.
+
+The lines and the filter scan are :class:`~._lines.LineBuffer`'s (no Qt there);
+this module reads the supervisor on a frame timer and tells views what changed.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import (
+    QAbstractListModel,
+    QByteArray,
+    QCoreApplication,
+    QObject,
+    Qt,
+    QTimer,
+    Signal,
+    Slot,
+)
+from PySide6.QtGui import QGuiApplication
+from PySide6.QtQml import QmlElement
+
+from procwindow.core import Event, Proc, ProcNotFound, Stream, Supervisor
+from procwindow.core.rules import scope_pattern
+
+from .. import ansi
+from .._support import (
+    EventPump,
+    Lifeline,
+    empty_data,
+    qt_property,
+    resolve_supervisor,
+    set_stored,
+    stored_property,
+)
+from ._lines import FilterError, LineBuffer, compile_filter
+from .format import time_text
+from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
+
+__all__ = ["DEFAULT_MAX_LINES", "FILTER_BUDGET", "FRAME_MS", "FRAME_READ_LIMIT", "OutputModel"]
+
+QML_IMPORT_NAME = "Procwindow"
+QML_IMPORT_MAJOR_VERSION = 1
+
+#: Default cap on the lines an OutputModel holds (terminals keep 10k–100k).
+DEFAULT_MAX_LINES = 100_000
+#: Milliseconds between two appends: at most one ``beginInsertRows`` per frame.
+FRAME_MS = 16
+#: Lines read from the supervisor per frame; a faster producer is caught up
+#: over the next frames, so a frame's work stays bounded (under a full-speed
+#: flood the loop's p99 lag stays under a frame: benchmarks/bench_window.py).
+FRAME_READ_LIMIT = 2_000
+#: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
+#: the next frames.
+FILTER_BUDGET = 0.005
+
+
+@QmlElement
+class OutputModel(QAbstractListModel):
+    """The output of one proc, one row per line, oldest first: the output pane.
+
+    Set ``procId`` (-1: none) to show a proc: its lines still in the supervisor's
+    ring are loaded at once (the newest ``maxLines``), and new lines follow.
+    Output events (coalesced by the supervisor every 50 ms) only mark the model
+    dirty; a frame timer then reads ``Supervisor.read(procId, since=cursor)``
+    and appends with at most one ``beginInsertRows`` per frame (``FRAME_MS``).
+    Past ``maxLines`` the oldest rows are removed (``beginRemoveRows``).
+
+    Filter: with ``filterText`` set only matching lines are rows — a substring,
+    or a regular expression with ``filterRegex``; ``caseSensitive`` applies to
+    both. It runs over the plain (ANSI-stripped) text in chunks, at most
+    ``FILTER_BUDGET`` per frame, so a long scan never stalls drawing;
+    ``filtering`` is true until it has caught up, and ``matchCount`` grows
+    meanwhile. An invalid regex sets ``filterError`` and leaves the previous
+    filter in effect. ``clear()`` empties the view, not the log: later lines
+    still arrive. ``matchCount`` is the number of rows (``lineCount`` when no
+    filter is set).
+
+    Roles: ``seq``, ``stream`` (``"stdout"``/``"stderr"``), ``isStderr``,
+    ``time``, ``timeText`` (``HH:MM:SS.mmm``), ``text`` (ANSI stripped; also
+    ``display``), ``styled`` (HTML, see :func:`procwindow.qt.ansi.to_html`; each
+    line is rendered on its own, colours for ``darkBackground``), ``split``
+    (a piece of an over-long line).
+
+    Costs (100k-line ring, 2-core machine): selecting the proc ~80 ms, nearly all
+    of it ``Supervisor.read``; the ANSI stripping of such a load (~0.1 s) is
+    spread over the next frames, or done for a chunk when the filter or a copy
+    needs it. A substring filter over 100k stripped lines fits in one frame.
+    """
+
+    ROLE_NAMES = OUTPUT_ROLE_NAMES
+
+    procIdChanged = Signal()
+    headerChanged = Signal()
+    lineCountChanged = Signal()
+    matchCountChanged = Signal()
+    maxLinesChanged = Signal()
+    filterTextChanged = Signal()
+    filterRegexChanged = Signal()
+    caseSensitiveChanged = Signal()
+    filterErrorChanged = Signal()
+    filteringChanged = Signal()
+    darkBackgroundChanged = Signal()
+
+    def __init__(
+        self,
+        supervisor: Supervisor | None = None,
+        proc_id: int = -1,
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._sup = resolve_supervisor(supervisor, "OutputModel")
+        self._proc_id = -1
+        self._buf = LineBuffer(DEFAULT_MAX_LINES)
+        self._cursor = 0  # the supervisor seq read up to
+        self._reading = False  # the proc may still produce lines
+        self._backlog = False  # the last read hit FRAME_READ_LIMIT
+        self._filter_text = ""
+        self._filter_regex = False
+        self._case_sensitive = False
+        self._filter_error = ""
+        self._dark = False
+        self._palette = ansi.LIGHT_PALETTE
+        self._lifeline = Lifeline(self)
+        self._pump: EventPump | None = None
+        self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
+        self._frame.setTimerType(Qt.TimerType.PreciseTimer)
+        self._frame.setInterval(FRAME_MS)
+        self._frame.timeout.connect(self._on_frame)
+        if proc_id >= 0:
+            self._set_proc_id(proc_id)
+
+    # -- properties --------------------------------------------------------------
+
+    def _get_proc_id(self) -> int:
+        return self._proc_id
+
+    def _set_proc_id(self, proc_id: int) -> None:
+        proc_id = max(proc_id, -1)
+        if proc_id == self._proc_id:
+            return
+        counts = self._counts()
+        self.beginResetModel()
+        self._lifeline.release(self._pump)
+        self._pump = None
+        self._proc_id = proc_id
+        self._buf.reset()
+        self._cursor = 0
+        self._reading = self._backlog = False
+        proc = self._find_proc()
+        if proc is not None:
+            self._pump = self._lifeline.hold(
+                EventPump(self._sup, scope_pattern(proc.session, proc.agent), self._on_events)
+            )
+            self._reading = True
+            self._cursor = max(0, proc.last_seq - self._buf.max_lines)
+            # All at once: the view opens on the tail, not on a growing head.
+            self._read(limit=None)
+            self._buf.drop_front(len(self._buf.lines) - self._buf.max_lines)
+            self._buf.scan(FILTER_BUDGET)
+        self.endResetModel()
+        self.procIdChanged.emit()
+        self.headerChanged.emit()
+        self._emit_counts(*counts)
+        self._schedule()
+
+    def _find_proc(self) -> Proc | None:
+        if self._proc_id < 0:
+            return None
+        try:
+            return self._sup.get(self._proc_id)
+        except ProcNotFound:
+            return None
+
+    def _get_header(self) -> str:
+        return f"Output for PID {self._proc_id}" if self._proc_id >= 0 else "Output"
+
+    def _get_line_count(self) -> int:
+        return len(self._buf.lines)
+
+    def _get_match_count(self) -> int:
+        return self._buf.row_count
+
+    def _get_max_lines(self) -> int:
+        return self._buf.max_lines
+
+    def _set_max_lines(self, value: int) -> None:
+        value = max(1, value)
+        if value == self._buf.max_lines:
+            return
+        self._buf.max_lines = value
+        counts = self._counts()
+        self._trim()
+        self.maxLinesChanged.emit()
+        self._emit_counts(*counts)
+
+    def _get_filtering(self) -> bool:
+        return self._buf.filtering
+
+    def _refilter(self) -> None:
+        """Apply the filter properties: one reset, then the scan goes on frame by frame."""
+        try:
+            matcher = compile_filter(self._filter_text, self._filter_regex, self._case_sensitive)
+        except FilterError as exc:
+            set_stored(self, "_filter_error", str(exc), OutputModel.filterErrorChanged)
+            return  # keep showing what the last valid filter showed
+        set_stored(self, "_filter_error", "", OutputModel.filterErrorChanged)
+        counts = self._counts()
+        self.beginResetModel()
+        self._buf.set_filter(matcher)
+        self._buf.scan(FILTER_BUDGET)
+        self.endResetModel()
+        self._emit_counts(*counts)
+        self._schedule()
+
+    def _restyle(self) -> None:
+        """Apply darkBackground: the ``styled`` role of every row changes."""
+        self._palette = ansi.DARK_PALETTE if self._dark else ansi.LIGHT_PALETTE
+        rows = self._buf.row_count
+        if rows:
+            self.dataChanged.emit(self.index(0), self.index(rows - 1), [OutputRole.STYLED])
+
+    procId = qt_property(int, _get_proc_id, _set_proc_id, notify=procIdChanged)
+    """The proc shown (the supervisor's id), -1 for none."""
+    header = qt_property(str, _get_header, notify=headerChanged)
+    """``Output for PID N``."""
+    lineCount = qt_property(int, _get_line_count, notify=lineCountChanged)
+    """Lines held (filtered or not), at most ``maxLines``."""
+    matchCount = qt_property(int, _get_match_count, notify=matchCountChanged)
+    """Rows: the lines that match the filter (all lines without one)."""
+    maxLines = qt_property(int, _get_max_lines, _set_max_lines, notify=maxLinesChanged)
+    """The cap on lines held; the oldest go first."""
+    filterText = stored_property(str, "_filter_text", filterTextChanged, on_change=_refilter)
+    """Show only lines containing this ("" for all lines)."""
+    filterRegex = stored_property(bool, "_filter_regex", filterRegexChanged, on_change=_refilter)
+    """Read ``filterText`` as a regular expression (Python ``re`` syntax)."""
+    caseSensitive = stored_property(
+        bool, "_case_sensitive", caseSensitiveChanged, on_change=_refilter
+    )
+    """Match case (off: ``casefold()`` substring / ``re.IGNORECASE``)."""
+    filterError = stored_property(str, "_filter_error", filterErrorChanged, writable=False)
+    """Why ``filterText`` is not a valid regular expression, else ""."""
+    filtering = qt_property(bool, _get_filtering, notify=filteringChanged)
+    """True while a filter scan is still catching up."""
+    darkBackground = stored_property(bool, "_dark", darkBackgroundChanged, on_change=_restyle)
+    """Choose ANSI colours for a dark output pane (default: a light one)."""
+
+    # -- Qt model interface ------------------------------------------------------
+
+    def rowCount(self, parent: ModelIndex = ROOT) -> int:
+        return 0 if parent.isValid() else self._buf.row_count
+
+    def roleNames(self) -> dict[int, QByteArray]:
+        return self.ROLE_NAMES
+
+    def data(self, index: ModelIndex, role: int = DISPLAY) -> object:
+        pos = self._buf.position(index.row())
+        if pos < 0:
+            return empty_data(role)
+        seq, is_stderr, when, text, split = self._buf.lines[pos]
+        match role:
+            case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
+                return self._buf.text(pos)
+            case OutputRole.STYLED:
+                return ansi.to_html(text, self._palette)
+            case OutputRole.SEQ:
+                return seq
+            case OutputRole.STREAM:
+                return Stream.STDERR.value if is_stderr else Stream.STDOUT.value
+            case OutputRole.IS_STDERR:
+                return is_stderr
+            case OutputRole.TIME:
+                return when
+            case OutputRole.TIME_TEXT:
+                return time_text(when, millis=True)
+            case OutputRole.SPLIT:
+                return split
+            case _:
+                return empty_data(role)
+
+    # -- slots -----------------------------------------------------------------
+
+    @Slot()
+    def clear(self) -> None:
+        """Empty the view (the supervisor keeps the log); new lines still arrive."""
+        counts = self._counts()
+        self.beginResetModel()
+        self._buf.clear()
+        self.endResetModel()
+        self._emit_counts(*counts)
+
+    @Slot(list, result=str)
+    def copyRows(self, rows: list[int]) -> str:
+        """The plain text of these rows, in row order, one per line."""
+        return self._buf.copy_rows(rows)
+
+    @Slot(result=str)
+    def copyAll(self) -> str:
+        """The plain text (ANSI stripped) of every row, one per line."""
+        return self._buf.copy_all()
+
+    @Slot(str)
+    def copyToClipboard(self, text: str) -> None:
+        """Put ``text`` on the system clipboard."""
+        if isinstance(QCoreApplication.instance(), QGuiApplication):
+            QGuiApplication.clipboard().setText(text)
+
+    def close(self) -> None:
+        """Stop following the supervisor (the lines stay). Done on destruction too."""
+        self._lifeline.close()
+        self._pump = None
+        self._reading = False
+        self._frame.stop()
+
+    # -- appending -------------------------------------------------------------
+
+    def _on_events(self, events: list[Event]) -> None:
+        if any(ev.proc_id == self._proc_id or ev.missed for ev in events):
+            self._schedule()
+
+    def _pending(self) -> bool:
+        return self._backlog or self._buf.pending
+
+    def _schedule(self) -> None:
+        if (self._pending() or self._reading) and not self._frame.isActive():
+            self._frame.start()
+
+    def _on_frame(self) -> None:
+        counts = self._counts()
+        self._read(limit=FRAME_READ_LIMIT)
+        self._trim()
+        self._show_new()
+        self._emit_counts(*counts)
+        self._buf.strip_some(FILTER_BUDGET)
+        if self._pending():
+            self._frame.start()
+
+    def _read(self, limit: int | None) -> None:
+        """Take new lines from the supervisor into the buffer (no rows yet)."""
+        self._backlog = False
+        if not self._reading:
+            return
+        try:
+            newest = self._sup.get(self._proc_id).last_seq
+            if newest - self._cursor > self._buf.max_lines:
+                # Lines this far behind would be trimmed as soon as they came in:
+                # skip to the newest maxLines (the log file keeps everything).
+                self._cursor = newest - self._buf.max_lines
+            batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit)
+        except ProcNotFound:  # dismissed: what we hold stays on screen
+            self._stop_following()
+            return
+        self._buf.extend(batch.lines)
+        self._cursor = batch.cursor
+        self._backlog = limit is not None and len(batch.lines) >= limit
+        if batch.eof:  # both pipes closed and all read: nothing more will come
+            self._stop_following()
+
+    def _stop_following(self) -> None:
+        self._reading = False
+        self._lifeline.release(self._pump)
+        self._pump = None
+
+    def _trim(self) -> None:
+        """Drop the oldest lines beyond maxLines, removing the rows they were."""
+        trim = self._buf.overflow()
+        if trim is None:
+            return
+        if trim.rows > 0:
+            self.beginRemoveRows(ROOT, 0, trim.rows - 1)
+        self._buf.drop_front(trim.lines)
+        if trim.rows > 0:
+            self.endRemoveRows()
+
+    def _show_new(self) -> None:
+        """One beginInsertRows for the lines that became rows this frame."""
+        new = self._buf.take_new(FILTER_BUDGET)
+        if new is not None:
+            self.beginInsertRows(ROOT, new.first, new.last)
+            self._buf.add_rows(new)
+            self.endInsertRows()
+
+    def _counts(self) -> tuple[int, int, bool]:
+        return len(self._buf.lines), self._buf.row_count, self._buf.filtering
+
+    def _emit_counts(self, lines: int, matches: int, filtering: bool) -> None:
+        if lines != len(self._buf.lines):
+            self.lineCountChanged.emit()
+        if matches != self._buf.row_count:
+            self.matchCountChanged.emit()
+        if filtering != self._buf.filtering:
+            self.filteringChanged.emit()

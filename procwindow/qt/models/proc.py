@@ -1,0 +1,511 @@
+"""ProcModel: the process table of a scope (a session, or one of its agents)."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from PySide6.QtCore import QAbstractTableModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
+from PySide6.QtQml import QmlElement
+
+from procwindow.core import (
+    Event,
+    EventKind,
+    ExitInfo,
+    InvalidScope,
+    Proc,
+    ProcNotFound,
+    ProcState,
+    Supervisor,
+    format_runtime,
+)
+from procwindow.core.rules import check_scope_name, scope_pattern
+
+from .._support import EventPump, Lifeline, empty_data, qt_property, resolve_supervisor
+from .format import status_color, status_text, time_text
+from .roles import (
+    AGENT_COLUMNS,
+    COLUMN_TITLES,
+    DISPLAY,
+    PROC_ROLE_NAMES,
+    ROOT,
+    RUNTIME_ROLES,
+    SESSION_COLUMNS,
+    STATE_ROLES,
+    ModelIndex,
+    ProcColumn,
+    ProcRole,
+)
+
+__all__ = ["TICK_INTERVAL_MS", "VISIBLE_MARGIN", "ProcModel"]
+
+QML_IMPORT_NAME = "Procwindow"
+QML_IMPORT_MAJOR_VERSION = 1
+
+#: Milliseconds between runtime refreshes.
+TICK_INTERVAL_MS = 1000
+#: Rows refreshed beyond each end of the visible range: delegates a view keeps
+#: just outside its viewport stay current while it scrolls.
+VISIBLE_MARGIN = 8
+
+
+def _valid_scope(session: str, agent: str) -> bool:
+    """Whether ``(session, agent)`` can hold processes (``agent == ""``: any agent)."""
+    try:
+        check_scope_name("session", session)
+        if agent:
+            check_scope_name("agent", agent)
+    except InvalidScope:
+        return False
+    return True
+
+
+def _ranges(rows: Iterable[int]) -> list[tuple[int, int]]:
+    """Sorted, distinct row numbers as (first, last) runs of consecutive rows."""
+    out: list[tuple[int, int]] = []
+    for row in sorted(set(rows)):
+        if out and out[-1][1] == row - 1:
+            out[-1] = (out[-1][0], row)
+        else:
+            out.append((row, row))
+    return out
+
+
+@dataclass(slots=True, eq=False)
+class _ProcRow:
+    proc: Proc
+    cmd: str
+    # State and exit as last announced with dataChanged: data() answers from
+    # these, so what a view reads always matches what it was told.
+    state: ProcState
+    exit: ExitInfo | None
+
+    @classmethod
+    def of(cls, proc: Proc) -> _ProcRow:
+        return cls(proc, proc.cmd, proc.state, proc.exit)
+
+    def catch_up(self) -> bool:
+        """Take the proc's current state; True if it changed."""
+        state, exit = self.proc.state, self.proc.exit
+        if state is self.state and exit is self.exit:
+            return False
+        self.state, self.exit = state, exit
+        return True
+
+
+def _neg_id(row: _ProcRow) -> int:
+    return -row.proc.id
+
+
+@QmlElement
+class ProcModel(QAbstractTableModel):
+    """The processes of one scope, newest first: the ProcWindow's table.
+
+    ``agent == ""`` shows the whole session (every agent) and adds an Agent
+    column after PID; ``session == ""`` shows nothing. Setting ``session`` or
+    ``agent`` (or both at once with ``setScope``) re-scopes the model with one
+    reset. Columns (``columnNames``): ``pid``, [``agent``], ``tool``, ``status``,
+    ``runtime``, ``actions``. Every role is answered at every column;
+    ``display`` is the text of the cell's column (empty for ``actions``) and
+    ``columnName`` names the column, for a ``DelegateChooser``.
+
+    Status changes (``stopping``, exited) arrive as supervisor events and are
+    announced as one ``dataChanged`` per run of rows, across all columns, with
+    the state roles only; the tick also catches up the rows it visits.
+
+    **Runtime refresh.** While a shown proc runs, a 1 s timer (:meth:`tick`)
+    announces ``dataChanged`` on the Runtime column, roles ``display``,
+    ``runtime`` and ``runtimeText``, only for running rows — and, once the view
+    has called ``setVisibleRows(first, last)``, only for running rows in that
+    range (plus a small margin). A ``dataChanged`` costs the view time in
+    proportion to its range, not to what it shows, so a ``TableView`` should pass
+    its ``topRow``/``bottomRow`` whenever they change. Rows scrolled into view
+    are re-checked at once. ``setVisibleRows(-1, -1)`` drops the hint.
+    Measured (``benchmarks/bench_table_tick.py``, 10,000 running rows, ~47
+    visible): ~73 ms per tick over the whole column, ~1 ms with the hint; with
+    only a few rows running the tick is well under 1 ms either way.
+
+    >>> model = ProcModel(sup, "build")  # doctest: +SKIP
+    >>> model.title, model.columnNames  # doctest: +SKIP
+    ('Processes - build', ['pid', 'agent', 'tool', 'status', 'runtime', 'actions'])
+    """
+
+    ROLE_NAMES = PROC_ROLE_NAMES
+
+    sessionChanged = Signal()
+    agentChanged = Signal()
+    countChanged = Signal()
+    titleChanged = Signal()
+    columnNamesChanged = Signal()
+
+    def __init__(
+        self,
+        supervisor: Supervisor | None = None,
+        session: str = "",
+        agent: str = "",
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self._sup = resolve_supervisor(supervisor, "ProcModel")
+        self._session = session
+        self._agent = agent
+        self._columns: tuple[ProcColumn, ...] = ()
+        self._rows: list[_ProcRow] = []
+        self._running: set[int] = set()  # ids of rows not yet announced as exited
+        self._visible: tuple[int, int] | None = None
+        self._lifeline = Lifeline(self)
+        self._pump: EventPump | None = None
+        self._timer = QTimer(self)
+        self._timer.setInterval(TICK_INTERVAL_MS)
+        self._timer.timeout.connect(self.tick)
+        self._attach()
+
+    # -- scope -----------------------------------------------------------------
+
+    def _get_session(self) -> str:
+        return self._session
+
+    def _set_session(self, session: str) -> None:
+        self.setScope(session, self._agent)
+
+    def _get_agent(self) -> str:
+        return self._agent
+
+    def _set_agent(self, agent: str) -> None:
+        self.setScope(self._session, agent)
+
+    def _get_count(self) -> int:
+        return len(self._rows)
+
+    def _get_title(self) -> str:
+        if not self._session:
+            return "Processes"
+        if not self._agent:
+            return f"Processes - {self._session}"
+        return f"Processes - {self._session}/{self._agent}"
+
+    def _get_column_names(self) -> list[str]:
+        return [c.value for c in self._columns]
+
+    session = qt_property(str, _get_session, _set_session, notify=sessionChanged)
+    """The session shown ("" for none)."""
+    agent = qt_property(str, _get_agent, _set_agent, notify=agentChanged)
+    """The agent shown ("" for every agent of the session)."""
+    count = qt_property(int, _get_count, notify=countChanged)
+    """The number of rows."""
+    title = qt_property(str, _get_title, notify=titleChanged)
+    """The window title: ``Processes - {session}/{agent}`` or ``Processes - {session}``."""
+    columnNames = qt_property(list, _get_column_names, notify=columnNamesChanged)
+    """The ``ProcColumn`` value of each column, in order."""
+
+    @Slot(str, str)
+    def setScope(self, session: str, agent: str) -> None:
+        """Show ``(session, agent)``; one model reset, and only if it changed."""
+        if (session, agent) == (self._session, self._agent):
+            return
+        old = (self._session, self._agent, self._get_title(), self._columns, len(self._rows))
+        self.beginResetModel()
+        self._detach()
+        self._session, self._agent = session, agent
+        self._attach()
+        self.endResetModel()
+        if old[0] != session:
+            self.sessionChanged.emit()
+        if old[1] != agent:
+            self.agentChanged.emit()
+        if old[2] != self._get_title():
+            self.titleChanged.emit()
+        if old[3] != self._columns:
+            self.columnNamesChanged.emit()
+        if old[4] != len(self._rows):
+            self.countChanged.emit()
+
+    def _pattern(self) -> str | None:
+        if not _valid_scope(self._session, self._agent):
+            return None
+        return scope_pattern(self._session, self._agent or None)
+
+    def _attach(self) -> None:
+        self._columns = AGENT_COLUMNS if self._agent else SESSION_COLUMNS
+        pattern = self._pattern()
+        if pattern is None:
+            self._rows, self._running = [], set()
+        else:
+            # Subscribe before taking the snapshot, so that nothing falls between
+            # the two; events about rows already taken are applied idempotently.
+            self._pump = self._lifeline.hold(EventPump(self._sup, pattern, self._on_events))
+            procs = self._sup.procs(self._session, self._agent or None)
+            self._rows = [_ProcRow.of(p) for p in procs]
+            self._running = {row.proc.id for row in self._rows if row.exit is None}
+        self._update_timer()
+
+    def _detach(self) -> None:
+        self._lifeline.release(self._pump)
+        self._pump = None
+        self._timer.stop()
+
+    def close(self) -> None:
+        """Stop following the supervisor (the rows stay). Done on destruction too."""
+        self._detach()
+        self._lifeline.close()
+
+    # -- Qt model interface ------------------------------------------------------
+
+    def rowCount(self, parent: ModelIndex = ROOT) -> int:
+        return 0 if parent.isValid() else len(self._rows)
+
+    def columnCount(self, parent: ModelIndex = ROOT) -> int:
+        return 0 if parent.isValid() else len(self._columns)
+
+    def roleNames(self) -> dict[int, QByteArray]:
+        return self.ROLE_NAMES
+
+    def headerData(self, section: int, orientation: Qt.Orientation, role: int = DISPLAY) -> object:
+        if role == DISPLAY:
+            if orientation == Qt.Orientation.Horizontal:
+                if 0 <= section < len(self._columns):
+                    return COLUMN_TITLES[self._columns[section]]
+            elif 0 <= section < len(self._rows):
+                return str(section + 1)
+        return empty_data(role)
+
+    def data(self, index: ModelIndex, role: int = DISPLAY) -> object:
+        row = index.row()
+        if not 0 <= row < len(self._rows):
+            return empty_data(role)
+        r = self._rows[row]
+        p = r.proc
+        match role:
+            case Qt.ItemDataRole.DisplayRole:
+                return self._display(r, index.column())
+            case Qt.ItemDataRole.ToolTipRole | ProcRole.COMMAND:
+                return r.cmd
+            case ProcRole.PROC_ID:
+                return p.id
+            case ProcRole.OS_PID:
+                return p.os_pid
+            case ProcRole.TOOL:
+                return p.tool
+            case ProcRole.STATUS:
+                return r.state.value
+            case ProcRole.STATUS_TEXT:
+                return status_text(r.state, r.exit)
+            case ProcRole.STATUS_COLOR:
+                return status_color(r.state, r.exit)
+            case ProcRole.EXIT_CODE:
+                return r.exit.code if r.exit is not None else -1
+            case ProcRole.EXIT_REASON:
+                return r.exit.reason.value if r.exit is not None else ""
+            case ProcRole.START_TIME:
+                return p.started_at
+            case ProcRole.START_TEXT:
+                return time_text(p.started_at)
+            case ProcRole.RUNTIME:
+                return self._runtime(r)
+            case ProcRole.RUNTIME_TEXT:
+                return format_runtime(self._runtime(r))
+            case ProcRole.CAN_TERM:
+                return r.exit is None and r.state is not ProcState.STOPPING
+            case ProcRole.CAN_KILL:
+                return r.exit is None
+            case ProcRole.CAN_DISMISS:
+                return r.exit is not None
+            case ProcRole.CAN_RESTART:
+                return r.state is not ProcState.STOPPING
+            case ProcRole.SESSION:
+                return p.session
+            case ProcRole.AGENT:
+                return p.agent
+            case ProcRole.COLUMN_NAME:
+                column = index.column()
+                return self._columns[column].value if 0 <= column < len(self._columns) else ""
+            case _:
+                return empty_data(role)
+
+    def _display(self, r: _ProcRow, column: int) -> str:
+        if not 0 <= column < len(self._columns):
+            return ""
+        match self._columns[column]:
+            case ProcColumn.PID:
+                return str(r.proc.id)
+            case ProcColumn.AGENT:
+                return r.proc.agent
+            case ProcColumn.TOOL:
+                return r.proc.tool
+            case ProcColumn.STATUS:
+                return status_text(r.state, r.exit)
+            case ProcColumn.RUNTIME:
+                return format_runtime(self._runtime(r))
+            case _:
+                return ""
+
+    def _runtime(self, r: _ProcRow) -> float:
+        if r.exit is not None:
+            return r.exit.runtime
+        try:
+            return self._sup.runtime(r.proc.id)
+        except ProcNotFound:  # dismissed; its event is on the way
+            return 0.0
+
+    # -- lookups ---------------------------------------------------------------
+
+    @Slot(int, result=int)
+    def rowOf(self, procId: int) -> int:
+        """The row of proc ``procId``, or -1."""
+        rows = self._rows
+        i = bisect.bisect_left(rows, -procId, key=_neg_id)
+        return i if i < len(rows) and rows[i].proc.id == procId else -1
+
+    @Slot(int, result=int)
+    def procIdAt(self, row: int) -> int:
+        """The proc id at ``row``, or -1."""
+        return self._rows[row].proc.id if 0 <= row < len(self._rows) else -1
+
+    # -- runtime refresh ---------------------------------------------------------
+
+    @Slot(int, int)
+    def setVisibleRows(self, first: int, last: int) -> None:
+        """The rows the view shows (``TableView.topRow``/``bottomRow``); -1, -1: unknown.
+
+        Limits the runtime tick to these rows; see the class docstring.
+        """
+        hint = (first, last) if 0 <= first <= last else None
+        if hint == self._visible:
+            return
+        self._visible = hint
+        if hint is not None:
+            # A row that scrolled in may have changed state (stopping) unseen.
+            rows = self._window()
+            changed = [i for i in rows if self._rows[i].exit is None and self._rows[i].catch_up()]
+            self._announce_state(changed)
+
+    def _window(self) -> range:
+        if self._visible is None:
+            return range(len(self._rows))
+        first, last = self._visible
+        return range(
+            max(first - VISIBLE_MARGIN, 0), min(last + VISIBLE_MARGIN + 1, len(self._rows))
+        )
+
+    def tick(self) -> None:
+        """Refresh the runtime of running rows now (the timer does it once a second)."""
+        rows = self._rows
+        if self._visible is not None:
+            live = [i for i in self._window() if rows[i].exit is None]
+        elif len(self._running) * 8 < len(rows):
+            # Few running among many rows: find each (binary search by id).
+            live = sorted(i for i in map(self.rowOf, self._running) if i >= 0)
+        else:
+            live = [i for i, r in enumerate(rows) if r.exit is None]
+        changed = [i for i in live if rows[i].catch_up()]
+        for i in changed:
+            if rows[i].exit is not None:
+                self._running.discard(rows[i].proc.id)
+        self._announce_state(changed)
+        skip = set(changed)
+        column = self._columns.index(ProcColumn.RUNTIME)
+        for first, last in _ranges(i for i in live if i not in skip):
+            self.dataChanged.emit(
+                self.index(first, column), self.index(last, column), RUNTIME_ROLES
+            )
+        self._update_timer()
+
+    def _announce_state(self, rows: Iterable[int]) -> None:
+        last_column = len(self._columns) - 1
+        for first, last in _ranges(rows):
+            self.dataChanged.emit(self.index(first, 0), self.index(last, last_column), STATE_ROLES)
+
+    def _update_timer(self) -> None:
+        if self._running and self._pump is not None:
+            if not self._timer.isActive():
+                self._timer.start()
+        else:
+            self._timer.stop()
+
+    # -- events ----------------------------------------------------------------
+
+    def _on_events(self, events: list[Event]) -> None:
+        if any(ev.missed for ev in events):
+            self._resync()
+            return
+        count = len(self._rows)
+        started: list[int] = []
+        exited: set[int] = set()
+        dismissed: set[int] = set()
+        for ev in events:
+            match ev.kind:
+                case EventKind.START:
+                    started.append(ev.proc_id)
+                case EventKind.EXIT | EventKind.STOPPING:
+                    exited.add(ev.proc_id)  # a state change: refresh the row
+                case EventKind.DISMISS:
+                    dismissed.add(ev.proc_id)
+                case _:
+                    pass
+        if started:
+            self._insert(started)
+        if exited:
+            self._refresh(exited)
+        if dismissed:
+            self._remove(dismissed)
+        if len(self._rows) != count:
+            self.countChanged.emit()
+        self._update_timer()
+
+    def _insert(self, proc_ids: list[int]) -> None:
+        new: dict[int, Proc] = {}
+        for proc_id in proc_ids:
+            if proc_id in new or self.rowOf(proc_id) >= 0:
+                continue
+            try:
+                new[proc_id] = self._sup.get(proc_id)
+            except ProcNotFound:  # dismissed before we heard of it
+                continue
+        if not new:
+            return
+        rows = [_ProcRow.of(p) for p in sorted(new.values(), key=lambda p: -p.id)]
+        self._running.update(r.proc.id for r in rows if r.exit is None)
+        if not self._rows or rows[-1].proc.id > self._rows[0].proc.id:
+            # The usual case: newer than every row, one insert at the top.
+            self.beginInsertRows(ROOT, 0, len(rows) - 1)
+            self._rows[0:0] = rows
+            self.endInsertRows()
+            return
+        for r in rows:
+            at = bisect.bisect_left(self._rows, -r.proc.id, key=_neg_id)
+            self.beginInsertRows(ROOT, at, at)
+            self._rows.insert(at, r)
+            self.endInsertRows()
+
+    def _refresh(self, proc_ids: set[int]) -> None:
+        changed: list[int] = []
+        for proc_id in proc_ids:
+            row = self.rowOf(proc_id)
+            if row >= 0 and self._rows[row].catch_up():
+                changed.append(row)
+            if row >= 0 and self._rows[row].exit is not None:
+                self._running.discard(proc_id)
+        self._announce_state(changed)
+
+    def _remove(self, proc_ids: set[int]) -> None:
+        rows = [row for row in map(self.rowOf, proc_ids) if row >= 0]
+        # Bottom-up, so that the row numbers of the runs still to remove hold.
+        for first, last in reversed(_ranges(rows)):
+            self.beginRemoveRows(ROOT, first, last)
+            for r in self._rows[first : last + 1]:
+                self._running.discard(r.proc.id)
+            del self._rows[first : last + 1]
+            self.endRemoveRows()
+
+    def _resync(self) -> None:
+        """Events were lost (a full queue): start over from the supervisor's list."""
+        count = len(self._rows)
+        self.beginResetModel()
+        procs = self._sup.procs(self._session, self._agent or None)
+        self._rows = [_ProcRow.of(p) for p in procs]
+        self._running = {r.proc.id for r in self._rows if r.exit is None}
+        self.endResetModel()
+        if len(self._rows) != count:
+            self.countChanged.emit()
+        self._update_timer()

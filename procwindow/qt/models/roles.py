@@ -1,0 +1,208 @@
+"""The roles and columns of the three models, and the index types they share.
+
+Roles are ``IntEnum`` members from ``Qt.UserRole + 1``; QML sees them by the
+camelCase names in each ``*_ROLE_NAMES`` table (a model's ``roleNames()``).
+"""
+
+from __future__ import annotations
+
+import enum
+
+from PySide6.QtCore import QByteArray, QModelIndex, QPersistentModelIndex, Qt
+
+__all__ = [
+    "AGENT_COLUMNS",
+    "COLUMN_TITLES",
+    "COUNT_ROLES",
+    "DISPLAY",
+    "OUTPUT_ROLE_NAMES",
+    "PROC_ROLE_NAMES",
+    "ROOT",
+    "RUNTIME_ROLES",
+    "SESSION_COLUMNS",
+    "SESSION_ROLE_NAMES",
+    "STATE_ROLES",
+    "TOOLTIP",
+    "ModelIndex",
+    "OutputRole",
+    "ProcColumn",
+    "ProcRole",
+    "SessionRole",
+]
+
+ModelIndex = QModelIndex | QPersistentModelIndex
+#: The invalid index: the parent of every top-level row.
+ROOT = QModelIndex()
+DISPLAY = int(Qt.ItemDataRole.DisplayRole)
+TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
+_USER = int(Qt.ItemDataRole.UserRole)
+
+
+# -- ProcModel -------------------------------------------------------------------
+
+
+class ProcRole(enum.IntEnum):
+    """ProcModel roles (QML names in :data:`PROC_ROLE_NAMES`)."""
+
+    PROC_ID = _USER + 1
+    OS_PID = enum.auto()
+    TOOL = enum.auto()
+    COMMAND = enum.auto()
+    STATUS = enum.auto()
+    EXIT_CODE = enum.auto()
+    EXIT_REASON = enum.auto()
+    START_TIME = enum.auto()
+    RUNTIME_TEXT = enum.auto()
+    CAN_TERM = enum.auto()
+    CAN_KILL = enum.auto()
+    CAN_DISMISS = enum.auto()
+    CAN_RESTART = enum.auto()
+    SESSION = enum.auto()
+    AGENT = enum.auto()
+    STATUS_COLOR = enum.auto()
+    STATUS_TEXT = enum.auto()
+    RUNTIME = enum.auto()
+    START_TEXT = enum.auto()
+    COLUMN_NAME = enum.auto()
+
+
+PROC_ROLE_NAMES: dict[int, QByteArray] = {
+    DISPLAY: QByteArray(b"display"),
+    TOOLTIP: QByteArray(b"toolTip"),
+    ProcRole.PROC_ID: QByteArray(b"procId"),
+    ProcRole.OS_PID: QByteArray(b"osPid"),
+    ProcRole.TOOL: QByteArray(b"tool"),
+    ProcRole.COMMAND: QByteArray(b"command"),
+    ProcRole.STATUS: QByteArray(b"status"),
+    ProcRole.EXIT_CODE: QByteArray(b"exitCode"),
+    ProcRole.EXIT_REASON: QByteArray(b"exitReason"),
+    ProcRole.START_TIME: QByteArray(b"startTime"),
+    ProcRole.RUNTIME_TEXT: QByteArray(b"runtimeText"),
+    ProcRole.CAN_TERM: QByteArray(b"canTerm"),
+    ProcRole.CAN_KILL: QByteArray(b"canKill"),
+    ProcRole.CAN_DISMISS: QByteArray(b"canDismiss"),
+    ProcRole.CAN_RESTART: QByteArray(b"canRestart"),
+    ProcRole.SESSION: QByteArray(b"session"),
+    ProcRole.AGENT: QByteArray(b"agent"),
+    ProcRole.STATUS_COLOR: QByteArray(b"statusColor"),
+    ProcRole.STATUS_TEXT: QByteArray(b"statusText"),
+    ProcRole.RUNTIME: QByteArray(b"runtime"),
+    ProcRole.START_TEXT: QByteArray(b"startText"),
+    ProcRole.COLUMN_NAME: QByteArray(b"columnName"),
+}
+
+
+class ProcColumn(enum.StrEnum):
+    """The columns of the process table; the value is the ``columnName`` role."""
+
+    PID = "pid"
+    AGENT = "agent"
+    TOOL = "tool"
+    STATUS = "status"
+    RUNTIME = "runtime"
+    ACTIONS = "actions"
+
+
+#: The header of each column.
+COLUMN_TITLES = {
+    ProcColumn.PID: "PID",
+    ProcColumn.AGENT: "Agent",
+    ProcColumn.TOOL: "Tool",
+    ProcColumn.STATUS: "Status",
+    ProcColumn.RUNTIME: "Runtime",
+    ProcColumn.ACTIONS: "Actions",
+}
+#: The columns of one agent's table.
+AGENT_COLUMNS = (
+    ProcColumn.PID,
+    ProcColumn.TOOL,
+    ProcColumn.STATUS,
+    ProcColumn.RUNTIME,
+    ProcColumn.ACTIONS,
+)
+#: The columns of a whole session's table: an Agent column after PID.
+SESSION_COLUMNS = (ProcColumn.PID, ProcColumn.AGENT, *AGENT_COLUMNS[1:])
+
+#: Roles that change when a proc changes state (stopping, exited).
+STATE_ROLES = [
+    DISPLAY,
+    ProcRole.STATUS,
+    ProcRole.STATUS_TEXT,
+    ProcRole.STATUS_COLOR,
+    ProcRole.EXIT_CODE,
+    ProcRole.EXIT_REASON,
+    ProcRole.RUNTIME,
+    ProcRole.RUNTIME_TEXT,
+    ProcRole.CAN_TERM,
+    ProcRole.CAN_KILL,
+    ProcRole.CAN_DISMISS,
+    ProcRole.CAN_RESTART,
+]
+#: Roles that change every second while a proc runs (on the Runtime column).
+RUNTIME_ROLES = [DISPLAY, ProcRole.RUNTIME, ProcRole.RUNTIME_TEXT]
+
+
+# -- OutputModel -----------------------------------------------------------------
+
+
+class OutputRole(enum.IntEnum):
+    """OutputModel roles (QML names in :data:`OUTPUT_ROLE_NAMES`)."""
+
+    SEQ = _USER + 1
+    STREAM = enum.auto()
+    IS_STDERR = enum.auto()
+    TIME = enum.auto()
+    TIME_TEXT = enum.auto()
+    TEXT = enum.auto()
+    STYLED = enum.auto()
+    SPLIT = enum.auto()
+
+
+OUTPUT_ROLE_NAMES: dict[int, QByteArray] = {
+    DISPLAY: QByteArray(b"display"),
+    OutputRole.SEQ: QByteArray(b"seq"),
+    OutputRole.STREAM: QByteArray(b"stream"),
+    OutputRole.IS_STDERR: QByteArray(b"isStderr"),
+    OutputRole.TIME: QByteArray(b"time"),
+    OutputRole.TIME_TEXT: QByteArray(b"timeText"),
+    OutputRole.TEXT: QByteArray(b"text"),
+    OutputRole.STYLED: QByteArray(b"styled"),
+    OutputRole.SPLIT: QByteArray(b"split"),
+}
+
+
+# -- SessionModel ----------------------------------------------------------------
+
+
+class SessionRole(enum.IntEnum):
+    """SessionModel roles (QML names in :data:`SESSION_ROLE_NAMES`)."""
+
+    NAME = _USER + 1
+    KIND = enum.auto()
+    SESSION = enum.auto()
+    AGENT = enum.auto()
+    RUNNING = enum.auto()
+    TOTAL = enum.auto()
+    LABEL = enum.auto()
+
+
+SESSION_ROLE_NAMES: dict[int, QByteArray] = {
+    DISPLAY: QByteArray(b"display"),
+    TOOLTIP: QByteArray(b"toolTip"),
+    SessionRole.NAME: QByteArray(b"name"),
+    SessionRole.KIND: QByteArray(b"kind"),
+    SessionRole.SESSION: QByteArray(b"session"),
+    SessionRole.AGENT: QByteArray(b"agent"),
+    SessionRole.RUNNING: QByteArray(b"running"),
+    SessionRole.TOTAL: QByteArray(b"total"),
+    SessionRole.LABEL: QByteArray(b"label"),
+}
+
+#: Roles that change with a node's counts.
+COUNT_ROLES = [
+    DISPLAY,
+    TOOLTIP,
+    SessionRole.RUNNING,
+    SessionRole.TOTAL,
+    SessionRole.LABEL,
+]

@@ -1,0 +1,355 @@
+"""LineBuffer and the filter scan, without Qt: OutputModel's lines, rows and filter.
+
+Every test here but the last takes no fixture; the last runs all the others in
+a subprocess where PySide6 cannot be imported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from procwindow.core import Line, Stream
+from procwindow.qt.models._lines import (
+    FILTER_CHUNK,
+    STRIP_AT_ONCE,
+    FilterError,
+    LineBuffer,
+    NewRows,
+    Trim,
+    compile_filter,
+)
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+#: A budget that lets one step scan exactly one chunk.
+ONE_CHUNK = 0.0
+
+
+def numbered(texts: list[str], first_seq: int = 1) -> list[Line]:
+    return [
+        Line(seq, Stream.STDERR if seq % 3 == 0 else Stream.STDOUT, 1000.0 + seq, text)
+        for seq, text in enumerate(texts, first_seq)
+    ]
+
+
+def rows_of(buf: LineBuffer) -> list[str]:
+    return [buf.text(buf.position(r)) for r in range(buf.row_count)]
+
+
+def show(buf: LineBuffer, budget: float = math.inf) -> list[NewRows]:
+    """What a model does each frame: trim, then make rows of new lines, until none come."""
+    steps = []
+    while True:
+        trim = buf.overflow()
+        if trim is not None:
+            buf.drop_front(trim.lines)
+        new = buf.take_new(budget)
+        if new is None and not buf.filtering:
+            return steps
+        if new is not None:
+            steps.append(new)
+            buf.add_rows(new)
+
+
+def filtered(text: str, regex: bool = False, case: bool = False) -> LineBuffer:
+    buf = LineBuffer(max_lines=100)
+    buf.set_filter(compile_filter(text, regex, case))
+    return buf
+
+
+# -- lines and rows ---------------------------------------------------------------
+
+
+def test_lines_become_rows_only_when_taken() -> None:
+    buf = LineBuffer(max_lines=10)
+    buf.extend(numbered(["a", "\x1b[31mb\x1b[0m", "c"]))
+    assert (len(buf.lines), buf.row_count, buf.filtering) == (3, 0, True)
+    new = buf.take_new(math.inf)
+    assert new == NewRows(0, range(0, 3))
+    assert new.last == 2
+    assert buf.row_count == 0  # not before add_rows
+    buf.add_rows(new)
+    assert (buf.row_count, buf.filtering, buf.pending) == (3, False, False)
+    assert rows_of(buf) == ["a", "b", "c"]
+    assert buf.take_new(math.inf) is None
+    seq, is_stderr, when, raw, split = buf.lines[1]
+    assert (seq, is_stderr, when, raw, split) == (2, False, 1002.0, "\x1b[31mb\x1b[0m", False)
+    assert buf.lines[2][1] is True  # seq 3 came on stderr
+    assert buf.position(3) == buf.position(-1) == -1
+
+
+def test_trimming_at_the_cap_drops_the_oldest_lines_and_their_rows() -> None:
+    buf = LineBuffer(max_lines=5)
+    buf.extend(numbered([f"line {i}" for i in range(4)]))
+    show(buf)
+    assert buf.overflow() is None  # under the cap
+    buf.extend(numbered([f"line {i}" for i in range(4, 8)], first_seq=5))
+    # Four rows shown, four new lines not yet rows: the three oldest go, all rows.
+    assert buf.overflow() == Trim(lines=3, rows=3)
+    buf.drop_front(3)
+    assert (buf.base, buf.end, len(buf.lines), buf.row_count) == (3, 8, 5, 1)
+    assert rows_of(buf) == ["line 3"]
+    show(buf)
+    assert rows_of(buf) == [f"line {i}" for i in range(3, 8)]
+    assert buf.lines[0][0] == 4  # its seq
+    # Of twelve lines dropped, only the five shown were rows.
+    buf.extend(numbered([f"line {i}" for i in range(8, 20)], first_seq=9))
+    assert buf.overflow() == Trim(lines=12, rows=5)
+    buf.max_lines = 20
+    assert buf.overflow() is None
+
+
+def test_trimming_with_a_filter_removes_only_the_matching_rows_it_drops() -> None:
+    buf = filtered("keep")
+    buf.max_lines = 6
+    buf.extend(numbered(["keep 0", "drop 1", "keep 2", "drop 3", "keep 4"]))
+    show(buf)
+    assert rows_of(buf) == ["keep 0", "keep 2", "keep 4"]
+    buf.extend(numbered(["drop 5", "keep 6", "drop 7"], first_seq=6))
+    # Lines 0-1 go: one of them (line 0) was a row.
+    assert buf.overflow() == Trim(lines=2, rows=1)
+    show(buf)
+    assert rows_of(buf) == ["keep 2", "keep 4", "keep 6"]
+    assert (buf.base, len(buf.lines)) == (2, 6)
+
+
+def test_clear_drops_everything_and_numbering_goes_on() -> None:
+    buf = filtered("x")
+    buf.extend(numbered(["x1", "x2"]))
+    show(buf)
+    buf.clear()
+    assert (len(buf.lines), buf.row_count, buf.base, buf.end) == (0, 0, 2, 2)
+    buf.extend(numbered(["y", "x3"], first_seq=3))
+    show(buf)
+    assert rows_of(buf) == ["x3"]
+    assert buf.base == 2
+    buf.reset()
+    assert (buf.base, buf.end, buf.row_count) == (0, 0, 0)
+
+
+def test_copies_are_plain_text_of_rows_in_order() -> None:
+    buf = LineBuffer(max_lines=100)
+    buf.extend(numbered([f"\x1b[1mrow\x1b[0m {i}" for i in range(5)]))
+    show(buf)
+    assert buf.copy_all() == "\n".join(f"row {i}" for i in range(5))
+    assert buf.copy_rows([3, 1, 1, 99, -1]) == "row 1\nrow 3"
+    buf.set_filter(compile_filter("row [13]", regex=True, case_sensitive=True))
+    show(buf)
+    assert buf.copy_all() == "row 1\nrow 3"
+    assert buf.copy_rows([1]) == "row 3"
+
+
+def test_a_big_append_is_stripped_later_and_reads_the_same() -> None:
+    texts = [f"ab\x1b[0mcd {i}" for i in range(STRIP_AT_ONCE + 1)]
+    buf = LineBuffer(max_lines=len(texts))
+    buf.extend(numbered(texts))
+    show(buf)
+    assert buf.pending  # not stripped yet
+    assert buf.text(len(texts) - 1) == f"abcd {len(texts) - 1}"  # stripped on demand
+    buf.strip_some(math.inf)
+    assert not buf.pending
+    assert buf.text(0) == "abcd 0"
+    # A small append to a stripped buffer is stripped at once.
+    buf.extend(numbered(["\x1b[2Ksmall"], first_seq=len(texts) + 1))
+    show(buf)
+    assert not buf.pending
+
+
+# -- the filter -------------------------------------------------------------------
+
+
+def test_plain_filters_are_substrings_case_folded_unless_case_sensitive() -> None:
+    texts = ["RED alert", "red herring", "Straße", "reduce", "blue"]
+    buf = filtered("red")
+    buf.extend(numbered(texts))
+    show(buf)
+    assert rows_of(buf) == ["RED alert", "red herring", "reduce"]
+
+    buf.set_filter(compile_filter("STRASSE", regex=False, case_sensitive=False))
+    show(buf)
+    assert rows_of(buf) == ["Straße"]  # casefold, not lower()
+
+    buf.set_filter(compile_filter("red", regex=False, case_sensitive=True))
+    show(buf)
+    assert rows_of(buf) == ["red herring", "reduce"]
+
+    buf.set_filter(compile_filter("re.", regex=False, case_sensitive=True))
+    show(buf)
+    assert rows_of(buf) == []  # "." is a character, not a wildcard
+
+
+def test_regex_filters_honour_case() -> None:
+    texts = ["line 10", "LINE 20", "line 21", "lines"]
+    buf = filtered(r"^line \d0$", regex=True)
+    buf.extend(numbered(texts))
+    show(buf)
+    assert rows_of(buf) == ["line 10", "LINE 20"]
+    buf.set_filter(compile_filter(r"^line \d0$", regex=True, case_sensitive=True))
+    show(buf)
+    assert rows_of(buf) == ["line 10"]
+
+
+def test_filters_see_the_text_without_ansi() -> None:
+    buf = filtered("abcd")
+    buf.extend(numbered(["ab\x1b[1mcd", "abc"]))
+    show(buf)
+    assert rows_of(buf) == ["abcd"]
+
+
+def test_no_filter_text_means_every_line() -> None:
+    assert compile_filter("", regex=True, case_sensitive=True) is None
+    buf = filtered("zzz")
+    buf.extend(numbered(["a", "b"]))
+    show(buf)
+    assert buf.row_count == 0
+    buf.set_filter(compile_filter("", regex=False, case_sensitive=False))
+    show(buf)
+    assert rows_of(buf) == ["a", "b"]
+
+
+def test_an_invalid_regex_says_why() -> None:
+    with pytest.raises(FilterError, match=r"^invalid regular expression: missing \)"):
+        compile_filter("line (", regex=True, case_sensitive=False)
+    with pytest.raises(FilterError, match=r"^invalid regular expression: .*too large"):
+        compile_filter("a{99999999999}", regex=True, case_sensitive=True)  # OverflowError
+    # The same text is a fine substring.
+    matcher = compile_filter("line (", regex=False, case_sensitive=False)
+    assert matcher is not None
+    assert matcher(["a line (1)", "line 2"], 10) == [10]
+
+
+# -- the scan, in budgeted steps ----------------------------------------------------
+
+MANY = 50_000
+
+
+def many(first: int = 0, count: int = MANY) -> list[Line]:
+    return numbered(
+        [f"{'hit' if i % 7 == 0 else 'miss'} {i}" for i in range(first, first + count)],
+        first_seq=first + 1,
+    )
+
+
+def test_a_long_scan_in_steps_gives_the_one_shot_result() -> None:
+    one_shot = filtered("hit")
+    one_shot.max_lines = MANY
+    one_shot.extend(many())
+    assert len(show(one_shot)) == 1
+
+    stepped = filtered("hit")
+    stepped.max_lines = MANY
+    stepped.extend(many())
+    steps = show(stepped, budget=ONE_CHUNK)
+    assert len(steps) == math.ceil(MANY / FILTER_CHUNK) > 10
+    # Each step's rows follow the last one's.
+    assert all(b.first == a.last + 1 for a, b in itertools.pairwise(steps))
+    assert rows_of(stepped) == rows_of(one_shot) == [f"hit {i}" for i in range(0, MANY, 7)]
+    assert stepped.copy_all() == one_shot.copy_all()
+
+
+def test_a_scan_is_one_chunk_per_step_and_filtering_until_done() -> None:
+    buf = filtered("hit")
+    buf.max_lines = MANY
+    buf.extend(many())
+    new = buf.take_new(ONE_CHUNK)
+    assert new is not None
+    assert new.first == 0
+    assert list(new.lines) == list(range(0, FILTER_CHUNK, 7))
+    buf.add_rows(new)
+    assert buf.filtering and buf.row_count == len(new.lines)
+
+
+def test_lines_appended_during_a_scan_are_scanned_after_the_others() -> None:
+    buf = filtered("hit")
+    buf.max_lines = 2 * MANY
+    buf.extend(many())
+    for _ in range(3):
+        new = buf.take_new(ONE_CHUNK)
+        assert new is not None
+        buf.add_rows(new)
+    buf.extend(many(first=MANY, count=1000))
+    show(buf, budget=ONE_CHUNK)
+    assert rows_of(buf) == [f"hit {i}" for i in range(0, MANY + 1000, 7)]
+
+
+def test_a_refilter_during_a_scan_starts_over() -> None:
+    buf = filtered("hit")
+    buf.max_lines = MANY
+    buf.extend(many())
+    new = buf.take_new(ONE_CHUNK)
+    assert new is not None
+    buf.add_rows(new)
+    buf.set_filter(compile_filter("hit 4", regex=False, case_sensitive=True))
+    assert buf.row_count == 0 and buf.filtering
+    show(buf, budget=ONE_CHUNK)
+    assert rows_of(buf) == [f"hit {i}" for i in range(0, MANY, 7) if str(i).startswith("4")]
+
+
+def test_lines_trimmed_during_a_scan_never_become_rows() -> None:
+    buf = filtered("hit")
+    buf.max_lines = MANY
+    buf.extend(many())
+    new = buf.take_new(ONE_CHUNK)  # the first chunk
+    assert new is not None
+    buf.add_rows(new)
+    buf.extend(many(first=MANY, count=MANY // 2))
+    trim = buf.overflow()
+    assert trim == Trim(lines=MANY // 2, rows=len(new.lines))
+    buf.drop_front(trim.lines)
+    show(buf, budget=ONE_CHUNK)
+    assert rows_of(buf) == [f"hit {i}" for i in range(MANY // 2, MANY + MANY // 2) if i % 7 == 0]
+
+
+# -- without Qt ---------------------------------------------------------------------
+
+NO_QT = textwrap.dedent(
+    """
+    import importlib.abc, sys, types
+
+    class NoQt(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name.split(".")[0] in ("PySide6", "shiboken6", "qasync"):
+                raise ImportError(f"{name} is made unimportable for this test")
+            return None
+
+    sys.meta_path.insert(0, NoQt())
+    root = sys.argv[1]
+    # The packages around the module register Qt types when imported: stand in
+    # for them with bare packages, so that only the module and its imports run.
+    for name in ("procwindow.qt", "procwindow.qt.models"):
+        package = types.ModuleType(name)
+        package.__path__ = [root + "/" + name.replace(".", "/")]
+        sys.modules[name] = package
+
+    import tests.qt.test_lines as module
+
+    ran = []
+    for name, test in vars(module).items():
+        if name.startswith("test_") and name != "test_runs_with_qt_unimportable":
+            test()
+            ran.append(name)
+    leaked = sorted(m for m in sys.modules if m.split(".")[0] in ("PySide6", "shiboken6", "qasync"))
+    print(len(ran), "tests; qt modules:", leaked)
+    """
+)
+
+
+def test_runs_with_qt_unimportable(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", NO_QT, str(ROOT)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    tests = [name for name in globals() if name.startswith("test_")]
+    assert done.stdout.splitlines() == [f"{len(tests) - 1} tests; qt modules: []"]
