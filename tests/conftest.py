@@ -73,15 +73,33 @@ def _marked_strays() -> list[int]:
     return found
 
 
+def _qapp(request: pytest.FixtureRequest) -> Any:
+    """pytest-qt's QApplication; the test is skipped where Qt cannot be imported."""
+    pytest.importorskip("qasync", reason="Qt cannot be imported (qasync)", exc_type=ImportError)
+    return request.getfixturevalue("qapp")
+
+
+@pytest.fixture
+def before_leak_baseline(request: pytest.FixtureRequest) -> None:
+    """Set up, before the leak baseline, what a process opens once and keeps until exit.
+
+    A Qt-free test needs nothing: this fixture imports no Qt. Qt opens its own fds
+    and threads with the first QApplication, so the qasync variant of ``run`` makes
+    it here, and the Qt test directories override this fixture to make it for every
+    test (tests/qt/conftest.py, tests/ui/conftest.py).
+    """
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("run") == "qasync":
+        _qapp(request)
+
+
 @pytest.fixture(autouse=True)
-def leak_check(request: pytest.FixtureRequest) -> Iterator[None]:
+def leak_check(request: pytest.FixtureRequest, before_leak_baseline: None) -> Iterator[None]:
     """Fail the test if it left children, zombies, fds or threads behind.
 
     Children include orphans that escaped to init, found by the marker every
     supervised child carries.
     """
-    # Qt opens its own fds and threads once per process: let that happen first.
-    request.getfixturevalue("qapp")
     gc.collect()
     fds_before = _fds()
     threads_before = _threads()
@@ -132,7 +150,7 @@ def run(request: pytest.FixtureRequest) -> Runner[Any]:
 
         return run_asyncio
 
-    qapp = request.getfixturevalue("qapp")
+    qapp = _qapp(request)
     import qasync
 
     def run_qasync(coro: Coroutine[Any, Any, T]) -> T:

@@ -52,6 +52,57 @@ def test_core_runs_with_qt_unimportable(tmp_path):
     assert done.stdout.splitlines() == ["hello", "qt modules: []"]
 
 
+def _pytest_without_qt(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run pytest in a subprocess with Qt unimportable and pytest-qt not loaded."""
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "tests.no_qt", "-p", "no:cacheprovider", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+    )
+
+
+def test_core_tests_run_with_qt_unimportable(tmp_path):
+    done = _pytest_without_qt(tmp_path, "-q", "tests/core/test_reports.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+    summary = done.stdout.splitlines()[-1]
+    # Every test passes on asyncio; only its qasync variant is skipped.
+    counts = re.fullmatch(r"(\d+) passed, (\d+) skipped in .*", summary)
+    assert counts and counts[1] == counts[2] != "0", summary
+    skips = [ln for ln in done.stdout.splitlines() if ln.startswith("SKIPPED")]
+    assert skips and all(ln.endswith("Qt cannot be imported (qasync)") for ln in skips), skips
+
+
+LEAKY = textwrap.dedent(
+    """
+    import os, sys
+
+    def test_imports_no_qt():
+        assert not [m for m in sys.modules if m.split(".")[0] in ("PySide6", "shiboken6", "qasync")]
+
+    def test_leaks_a_child():
+        print("leaked", os.posix_spawnp("sleep", ["sleep", "60"], os.environ))
+    """
+)
+
+
+def test_leak_check_runs_with_qt_unimportable(tmp_path):
+    test_file = tmp_path / "test_leaky.py"
+    test_file.write_text(LEAKY)
+    # The root conftest as a plugin: its leak check, for a test file outside tests/.
+    done = _pytest_without_qt(
+        tmp_path, "-c", "pyproject.toml", "-p", "tests.conftest", "-s", "-q", str(test_file)
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.splitlines()[-1].startswith("2 passed, 1 error in "), done.stdout
+    pid = re.search(r"leaked (\d+)$", done.stdout, re.M)
+    assert pid, done.stdout
+    assert "ERROR at teardown of test_leaks_a_child" in done.stdout
+    assert re.search(rf"left behind:\n  child {pid[1]} \w+ \['sleep', '60'\]", done.stdout)
+
+
 def test_readme_quickstart_runs_verbatim(tmp_path):
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(# quickstart\n.*?)```", readme, re.S)

@@ -15,6 +15,7 @@ import time
 import psutil
 import pytest
 
+from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY
 from .conftest import ROOT, start_server, stop_server
 
 
@@ -110,12 +111,10 @@ def test_term_kill_interrupt_dismiss_restart(server):
         "--agent",
         "a",
         "--",
-        sys.executable,
-        "-c",
-        "import signal, time; signal.signal(15, signal.SIG_IGN); print('up', flush=True); time.sleep(60)",
+        *IGNORES_TERM,
     )
     server.ctl("run", "--session", "s", "--agent", "a", "--", "sleep", "60")
-    _wait(lambda: server.ctl("out", "2").stdout == "up\n")
+    _wait(lambda: server.ctl("out", "2").stdout == f"{IGNORES_TERM_READY}\n")
 
     assert server.ctl("term", "1").stdout.startswith("1: exited 143 (terminated) after ")
     term2 = json.loads(server.ctl("--json", "term", "2").stdout)
@@ -319,12 +318,10 @@ def test_serve_stops_children_and_exits_0(tmp_path, sig):
         "--agent",
         "a",
         "--",
-        sys.executable,
-        "-c",
-        "import signal, time; signal.signal(15, signal.SIG_IGN); print('up', flush=True); time.sleep(60)",
+        *IGNORES_TERM,
     )
     srv.ctl("run", "--session", "s", "--agent", "b", "--", "sh", "-c", "setsid sleep 60 & sleep 60")
-    _wait(lambda: srv.ctl("out", "2").stdout == "up\n")
+    _wait(lambda: srv.ctl("out", "2").stdout == f"{IGNORES_TERM_READY}\n")
     tree = psutil.Process(srv.proc.pid).children(recursive=True)
     assert len(tree) >= 5
     assert stop_server(srv, sig) == 0

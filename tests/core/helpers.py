@@ -38,7 +38,21 @@ def alive(pid: int) -> bool:
     return state_of(pid) not in (None, "Z", "X")
 
 
-#: A child that ignores SIGTERM, prints one line once it does, and sleeps: term escalates.
-IGNORES_TERM = py(
-    "import signal, time; signal.signal(15, signal.SIG_IGN); print(1, flush=True); time.sleep(60)"
-)
+#: The line a child made by ``ignores_term`` prints once it ignores SIGTERM.
+IGNORES_TERM_READY = "ready"
+
+
+def ignores_term(setup: str = "") -> list[str]:
+    """argv of a Python child that ignores SIGTERM, runs ``setup`` (dedented), prints
+    ``IGNORES_TERM_READY`` and sleeps a minute: term has to escalate to SIGKILL."""
+    return py(
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"{textwrap.dedent(setup)}\n"
+        f"print({IGNORES_TERM_READY!r}, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+
+
+#: A child that ignores SIGTERM, prints ``IGNORES_TERM_READY`` and sleeps: term escalates.
+IGNORES_TERM = ignores_term()

@@ -63,16 +63,7 @@ def test_death_by_signal_reported_exactly(run, tmp_path, sig):
 def test_sigterm_ignored_escalates_to_sigkill(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
-            p = await sup.spawn(
-                py("""
-                    import signal, time
-                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-                    print("ready", flush=True)
-                    time.sleep(60)
-                """),
-                session="s",
-                agent="a",
-            )
+            p = await sup.spawn(IGNORES_TERM, session="s", agent="a")
             await until(lambda: sup.read(p.id).lines, what="ready")
             loop = asyncio.get_running_loop()
             t0 = loop.time()

@@ -36,7 +36,7 @@ from procwindow.control._protocol import MAX_DEPTH, ProtocolError, decode_reques
 from procwindow.control.server import REQUEST_TIMEOUT, SEND_TIMEOUT
 
 from ..control.conftest import ROOT, Server, read_message, start_server
-from ..core.helpers import IGNORES_TERM, alive, py
+from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY, alive, py
 
 #: Far above what a server needs, far below what ten stuck `out` clients would cost
 #: if each reply were built whole (gigabytes).
@@ -618,7 +618,7 @@ def test_stop_signal_with_stream_clients_is_bounded_and_clean(tmp_path, sig):
                 },
                 c,
             )["result"]["id"]
-            wait_until(lambda: srv.ctl("out", str(stubborn)).stdout == "1\n")
+            wait_until(lambda: srv.ctl("out", str(stubborn)).stdout == f"{IGNORES_TERM_READY}\n")
         left = srv.connect()
         left.sendall(b'{"op": "events"}\n')
         read_message(left)
@@ -652,7 +652,7 @@ def test_second_stop_signal_kills_at_once(tmp_path):
         pid = srv.request({"op": "run", "session": "s", "agent": "a", "argv": IGNORES_TERM})[
             "result"
         ]["os_pid"]
-        wait_until(lambda: srv.ctl("out", "1").stdout == "1\n")
+        wait_until(lambda: srv.ctl("out", "1").stdout == f"{IGNORES_TERM_READY}\n")
         srv.proc.send_signal(signal.SIGTERM)
         assert srv.proc.stderr is not None
         while "stopping" not in (line := srv.proc.stderr.readline()):

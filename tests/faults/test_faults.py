@@ -15,7 +15,7 @@ import pytest
 
 from procwindow import ExitReason, ProcState, Supervisor
 
-from ..core.helpers import alive, py, until
+from ..core.helpers import alive, ignores_term, py, until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,15 +46,13 @@ def test_child_that_changes_its_own_process_group_is_still_killed(run, tmp_path)
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
             p = await sup.spawn(
-                py("""
-                    import os, signal, subprocess, time
-                    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                ignores_term("""
+                    import os, subprocess
                     # leave its own group for its parent's (the supervisor's!) group,
                     # and start a child in a group of its own
                     os.setpgid(0, os.getpgid(os.getppid()))
                     kid = subprocess.Popen(["sleep", "60"], process_group=0)
                     print("moved", os.getpgid(0), kid.pid, flush=True)
-                    time.sleep(60)
                 """),
                 session="s",
                 agent="a",

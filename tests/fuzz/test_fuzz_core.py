@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from procwindow.core import InvalidPattern, Pattern, Stream
@@ -146,10 +146,22 @@ def test_pattern_matching_agrees_with_the_reference(head, tail, topic_tokens):
     assert Pattern(pattern).matches(topic) == reference_match(pattern, topic)
 
 
+@example("x")
+@example("*.>")
+@example("x.*")
+@example("a.*")
+@example(">")
+@example("x.y")
 @given(st.text(max_size=40))
 def test_any_pattern_text_compiles_or_is_invalid(text):
     try:
         compiled = Pattern(text)
     except InvalidPattern:
         return
-    assert compiled.matches(".".join("x" for _ in text.split("."))) in (True, False)
+    tokens = text.split(".")
+    # One "x" per token: only wildcards and literal "x" tokens match it.
+    assert compiled.matches(".".join("x" for _ in tokens)) == all(
+        tok in ("*", ">", "x") for tok in tokens
+    )
+    # Each wildcard filled in with a token: every valid pattern matches that.
+    assert compiled.matches(".".join("x" if tok in ("*", ">") else tok for tok in tokens))

@@ -248,22 +248,16 @@ def test_stopping_shows_before_the_exit(tmp_path: Path, qrun: QRun) -> None:
     sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=1.0)
     model = ProcModel(sup, "s1")
     controller = ProcController(sup)
-    stubborn = py(
-        """
-        import signal, sys, time
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("ready", flush=True)
-        time.sleep(30)
-        """
-    )
 
     async def scenario() -> None:
-        p = await sup.spawn(stubborn, session="s1", agent="a1")
+        p = await sup.spawn(IGNORES_TERM, session="s1", agent="a1")
         await until(lambda: sup.read(p.id).lines, what="handler installed")
+        model._timer.timeout.disconnect()  # no tick: only the supervisor's event can show it
         controller.term(p.id)
-        await until(lambda: sup.get(p.id).state == "stopping")
-        model.tick()
-        assert model.data(model.index(0, 0), ProcRole.STATUS) == "stopping"
+        await until(
+            lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "stopping",
+            what="the row to show stopping",
+        )
         assert model.data(model.index(0, 0), ProcRole.CAN_TERM) is False
         assert model.data(model.index(0, 0), ProcRole.CAN_KILL) is True
         await controller.wait_idle()

@@ -58,6 +58,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.qt_log_level_fail("WARNING"))
 
 
+@pytest.fixture
+def before_leak_baseline(qapp: QApplication, _warm_qt: None) -> None:
+    """Qt opens its own fds and threads once per process: the QApplication and the
+    warmed-up UI come before the leak baseline of every test here (overrides the
+    root fixture)."""
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _warm_qt(qapp: QApplication, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Load and render the whole UI once, before the first test's leak baseline.
