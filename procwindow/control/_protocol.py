@@ -17,6 +17,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "ProtocolError",
     "decode_request",
+    "dumps",
     "encode",
     "event_to_json",
     "exit_to_json",
@@ -63,9 +64,14 @@ class ProtocolError(ProcwindowError):
         self.code = code
 
 
+def dumps(value: Any) -> bytes:
+    """``value`` as compact UTF-8 JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
 def encode(obj: Mapping[str, Any]) -> bytes:
     """One message: compact JSON and a newline."""
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+    return dumps(obj) + b"\n"
 
 
 def _refuse_constant(name: str) -> Any:

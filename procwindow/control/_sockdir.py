@@ -9,7 +9,17 @@ import stat
 from ..core import ProcwindowError
 from ..core._private import private_dir
 
-__all__ = ["SocketDirError", "check_name", "default_socket_path", "lock_path_for", "socket_dir"]
+__all__ = [
+    "DEFAULT_SERVER_NAME",
+    "SocketDirError",
+    "check_name",
+    "default_socket_path",
+    "lock_path_for",
+    "socket_dir",
+]
+
+#: The server a client talks to, and a server listens as, when nobody names one.
+DEFAULT_SERVER_NAME = "default"
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
@@ -76,7 +86,7 @@ def _narrow(path: str) -> None:
         os.close(fd)
 
 
-def default_socket_path(name: str = "default", create: bool = True) -> str:
+def default_socket_path(name: str = DEFAULT_SERVER_NAME, create: bool = True) -> str:
     """The path of server ``name``'s socket."""
     check_name(name)
     return os.path.join(socket_dir(create), f"{name}.sock")

@@ -14,8 +14,9 @@ import signal
 import sys
 from typing import Any, TextIO
 
-from ..core import ProcwindowError, check_graceful_timeout
-from ._sockdir import SocketDirError, check_name, default_socket_path
+from ..core import DEFAULT_TOOL, ProcwindowError, ScopeCounts, check_graceful_timeout, scope_pattern
+from ..core.rules import SHELL
+from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
 
 __all__ = ["EXIT_CONNECT", "EXIT_SERVER", "EXIT_USAGE", "configure", "run"]
@@ -47,7 +48,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the server's socket (default: $PROCWINDOW_SOCKET, else the socket of --name)",
     )
     parser.add_argument(
-        "--name", default="default", help="the server's name (default: %(default)s)"
+        "--name", default=DEFAULT_SERVER_NAME, help="the server's name (default: %(default)s)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
@@ -82,13 +83,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--session", required=True)
     p.add_argument("--agent", required=True)
-    p.add_argument("--tool", default="shell")
+    p.add_argument("--tool", default=DEFAULT_TOOL)
     p.add_argument("--cwd")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--shell", metavar="LINE", help="run LINE with /bin/sh -c instead of a command")
+    p.add_argument("--shell", metavar="LINE", help=f"run LINE with {SHELL} -c instead of a command")
     p.add_argument("--graceful-timeout", type=float, metavar="SECONDS")
     p = verbs.add_parser("events", help="print events whose topic matches PATTERN")
-    p.add_argument("pattern", nargs="?", default="session.*.agent.*.proc.>")
+    p.add_argument("pattern", nargs="?", default=scope_pattern())
     verbs.add_parser("sessions", help="sessions and agents with running/total counts")
 
 
@@ -267,11 +268,15 @@ def _sessions(client: Client, args: argparse.Namespace) -> int:
     tree = client.call("sessions")
     lines = []
     for session in tree:
-        running = sum(a["running"] for a in session["agents"])
-        total = sum(a["total"] for a in session["agents"])
-        lines.append(f"{session['session']}  {running}/{total}\n")
-        lines += [f"  {a['agent']}  {a['running']}/{a['total']}\n" for a in session["agents"]]
+        agents = {a["agent"]: ScopeCounts(a["running"], a["total"]) for a in session["agents"]}
+        lines.append(_count_line(session["session"], sum(agents.values(), ScopeCounts())))
+        lines += [_count_line(f"  {agent}", counts) for agent, counts in agents.items()]
     return _emit(args, tree, "".join(lines))
+
+
+def _count_line(name: str, counts: ScopeCounts) -> str:
+    """``name  running/total``; unlike ScopeCounts.label, an empty scope shows ``0/0``."""
+    return f"{name}  {counts.running}/{counts.total}\n"
 
 
 _VERBS = {

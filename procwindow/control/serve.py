@@ -12,8 +12,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core import ProcwindowError, Supervisor, check_graceful_timeout
-from ._sockdir import SocketDirError, check_name, default_socket_path
+from ..core import DEFAULT_GRACEFUL_TIMEOUT, ProcwindowError, Supervisor, check_graceful_timeout
+from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .server import ControlServer
 from .workspace import Workspace, load_workspace
 
@@ -25,6 +25,8 @@ log = logging.getLogger("procwindow.serve")
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: Seconds before the same OS error is reported again.
 _REPEAT_INTERVAL = 60.0
+#: Seconds a stopping server waits for the kill a second stop signal started.
+_KILL_WAIT = 5.0
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -39,7 +41,8 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     """Options shared by ``serve`` and ``up``."""
     parser.add_argument(
         "--name",
-        help="the server's name, for its socket (default: the workspace's, else 'default')",
+        help="the server's name, for its socket"
+        f" (default: the workspace's, else {DEFAULT_SERVER_NAME!r})",
     )
     parser.add_argument("--socket", metavar="PATH", help="listen on this socket path instead")
     parser.add_argument("--log-dir", metavar="DIR", help="keep raw output logs here")
@@ -47,7 +50,7 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
         "--graceful-timeout",
         type=float,
         metavar="SECONDS",
-        help="between SIGTERM and SIGKILL (default 5)",
+        help=f"between SIGTERM and SIGKILL (default {DEFAULT_GRACEFUL_TIMEOUT:g})",
     )
 
 
@@ -55,7 +58,7 @@ def socket_path_for(args: argparse.Namespace, ws: Workspace | None) -> str:
     """The socket path ``serve``/``up`` listen on."""
     if args.socket:
         return str(args.socket)
-    return default_socket_path(args.name or (ws.name if ws else None) or "default")
+    return default_socket_path(args.name or (ws.name if ws else None) or DEFAULT_SERVER_NAME)
 
 
 def supervisor_for(args: argparse.Namespace, ws: Workspace | None) -> Supervisor:
@@ -64,7 +67,9 @@ def supervisor_for(args: argparse.Namespace, ws: Workspace | None) -> Supervisor
     if grace is None and ws is not None:
         grace = ws.graceful_timeout
     return Supervisor(
-        log_dir=args.log_dir, graceful_timeout=5.0 if grace is None else grace, subreaper=True
+        log_dir=args.log_dir,
+        graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT if grace is None else grace,
+        subreaper=True,
     )
 
 
@@ -110,7 +115,7 @@ async def serve(
                 )
     finally:
         if killers:
-            await asyncio.wait(killers, timeout=5.0)
+            await asyncio.wait(killers, timeout=_KILL_WAIT)
             for task in killers:
                 task.cancel()
         for sig in STOP_SIGNALS:

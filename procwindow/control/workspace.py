@@ -42,24 +42,27 @@ import os
 import re
 import stat
 import tomllib
-from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import (
+    DEFAULT_TOOL,
     MAX_GRACEFUL_TIMEOUT,
+    CommandError,
     CommandNotFound,
     NotExecutable,
     Proc,
     ProcwindowError,
     Supervisor,
     check_graceful_timeout,
+    command_argv,
 )
 from ..core._spawn import resolve as resolve_command
 from ..core._text import escape_controls
-from ..core.rules import check_scope_name
+from ..core.rules import check_scope_name, check_tool
 from ._sockdir import check_name
+from ._toml_lines import Key, key_line, key_text, long_dotted_key
 
 __all__ = [
     "MAX_COMMANDS",
@@ -106,7 +109,7 @@ class Command:
     session: str
     agent: str
     argv: tuple[str, ...]
-    tool: str = "shell"
+    tool: str = DEFAULT_TOOL
     cwd: str | None = None
     env: Mapping[str, str] | None = None
     graceful_timeout: float | None = None
@@ -145,8 +148,6 @@ _TOP_KEYS = {"name", "graceful_timeout", "session"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
 _COMMAND_KEYS = {"tool", "argv", "shell", "cwd", "env", "graceful_timeout"}
-
-_Key = tuple[str | int, ...]
 
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -228,7 +229,11 @@ def parse_workspace(text: str, path: str = "<workspace>") -> Workspace:
         ) from None
     if size > MAX_FILE_SIZE:
         raise WorkspaceError(path, None, "", _too_large(size))
-    _check_key_lengths(text, path)
+    long_key = long_dotted_key(text, MAX_KEY_PARTS)
+    if long_key is not None:
+        raise WorkspaceError(
+            path, long_key, "", f"a dotted key has more than {MAX_KEY_PARTS} parts"
+        )
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -254,12 +259,11 @@ class _Checker:
         self._base: str | None = None
         self._commands = 0
 
-    def fail(self, key: _Key, message: str) -> WorkspaceError:
+    def fail(self, key: Key, message: str) -> WorkspaceError:
         # Finding a line costs a pass over the text: only an error pays for it.
-        line = _KeyLines(self.text, key).line
-        return WorkspaceError(self.path, line, _key_text(key), message)
+        return WorkspaceError(self.path, key_line(self.text, key), key_text(key), message)
 
-    def table(self, value: object, where: _Key, allowed: set[str]) -> dict[str, Any]:
+    def table(self, value: object, where: Key, allowed: set[str]) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self.fail(where, f"must be a table, got {_kind(value)}")
         for key in value:
@@ -269,7 +273,7 @@ class _Checker:
                 )
         return value
 
-    def array(self, table: dict[str, Any], key: str, where: _Key, header: str) -> list[Any]:
+    def array(self, table: dict[str, Any], key: str, where: Key, header: str) -> list[Any]:
         value = table.get(key, [])
         if not isinstance(value, list):
             raise self.fail(
@@ -303,7 +307,7 @@ class _Checker:
         ws = Workspace(path=self.path, name=name, graceful_timeout=self.grace(data, ()))
         agents_of: dict[str, set[str]] = {}
         for si, session in enumerate(self.array(data, "session", (), "session")):
-            where_s: _Key = ("session", si)
+            where_s: Key = ("session", si)
             self.table(session, where_s, _SESSION_KEYS)
             sname = self.scope_name(session, "session", where_s)
             if sname in ws.sessions:
@@ -326,27 +330,18 @@ class _Checker:
                     ws.commands.append(self.command(cmd, sname, aname, (*where_a, "command", ci)))
         return ws
 
-    def scope_name(self, table: dict[str, Any], kind: str, where: _Key) -> str:
+    def scope_name(self, table: dict[str, Any], kind: str, where: Key) -> str:
         if "name" not in table:
             raise self.fail(where, f"every {kind} needs a name")
         name = table["name"]
         if not isinstance(name, str):
             raise self.fail((*where, "name"), f"must be a string, got {_kind(name)}")
         try:
-            check_scope_name(kind, name)
+            return check_scope_name(kind, name)
         except ProcwindowError as exc:
             raise self.fail((*where, "name"), str(exc)) from None
-        # A name is shown in the window and in one-line reports: no control characters.
-        bad = sorted({c for c in name if not c.isprintable()})
-        if bad:
-            raise self.fail(
-                (*where, "name"),
-                f"{kind} {_show(name)} contains {''.join(bad)!r}; names may not contain"
-                " control characters",
-            )
-        return name
 
-    def grace(self, table: dict[str, Any], where: _Key) -> float | None:
+    def grace(self, table: dict[str, Any], where: Key) -> float | None:
         value = table.get("graceful_timeout")
         if value is None:
             return None
@@ -364,7 +359,7 @@ class _Checker:
                 reason = reason.replace(repr(value), _kind(value))
             raise self.fail(key, reason) from None
 
-    def command(self, cmd: object, session: str, agent: str, where: _Key) -> Command:
+    def command(self, cmd: object, session: str, agent: str, where: Key) -> Command:
         self._commands += 1
         if self._commands > MAX_COMMANDS:
             raise self.fail(
@@ -372,15 +367,7 @@ class _Checker:
             )
         table = self.table(cmd, where, _COMMAND_KEYS)
         args = self.argv(table, where)
-        tool = table.get("tool", "shell")
-        if not isinstance(tool, str):
-            raise self.fail((*where, "tool"), f"must be a string, got {_kind(tool)}")
-        if not tool or not tool.isprintable():
-            raise self.fail(
-                (*where, "tool"),
-                f"must be a non-empty single-line string without control characters,"
-                f" got {_show(tool)}",
-            )
+        tool = self.tool(table, where)
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
@@ -395,36 +382,42 @@ class _Checker:
             graceful_timeout=grace,
         )
 
-    def argv(self, table: dict[str, Any], where: _Key) -> tuple[str, ...]:
-        if ("argv" in table) == ("shell" in table):
-            raise self.fail(where, "give exactly one of argv (an array) or shell (a string)")
-        if "shell" in table:
-            shell = table["shell"]
-            key = (*where, "shell")
-            if not isinstance(shell, str):
-                raise self.fail(key, f"must be a string, got {_kind(shell)}")
-            if not shell.strip():
-                raise self.fail(key, "must not be empty")
-            if "\0" in shell:
-                raise self.fail(key, "contains a NUL character")
-            return ("/bin/sh", "-c", shell)
-        argv = table["argv"]
-        key = (*where, "argv")
-        if not isinstance(argv, list):
-            raise self.fail(key, f"must be an array of strings, got {_kind(argv)}")
-        if not argv:
-            raise self.fail(key, "must not be empty")
-        for i, arg in enumerate(argv):
-            if not isinstance(arg, str):
-                raise self.fail((*key, i), f"must be a string, got {_kind(arg)}")
-            # Any other character is the child's business; NUL cannot reach it.
-            if "\0" in arg:
-                raise self.fail((*key, i), "contains a NUL character")
-        if not argv[0]:
-            raise self.fail((*key, 0), "the program must not be empty")
-        return tuple(argv)
+    def argv(self, table: dict[str, Any], where: Key) -> tuple[str, ...]:
+        argv, shell = table.get("argv"), table.get("shell")
+        if (argv is None) != (shell is None):
+            # The file's types first, named as TOML names them (with both or
+            # neither given, the rule's message says that instead); then the rule.
+            if shell is not None and not isinstance(shell, str):
+                raise self.fail((*where, "shell"), f"must be a string, got {_kind(shell)}")
+            if argv is not None:
+                self.strings(argv, (*where, "argv"))
+        try:
+            return command_argv(argv, shell)
+        except CommandError as exc:
+            key = where if not exc.field else (*where, exc.field)
+            if exc.index is not None:
+                key = (*key, exc.index)
+            raise self.fail(key, exc.reason) from None
 
-    def cwd(self, table: dict[str, Any], where: _Key) -> str:
+    def strings(self, value: object, key: Key) -> None:
+        """Refuse anything but an array of strings (whatever the strings hold)."""
+        if not isinstance(value, list):
+            raise self.fail(key, f"must be an array of strings, got {_kind(value)}")
+        for i, item in enumerate(value):
+            if not isinstance(item, str):
+                raise self.fail((*key, i), f"must be a string, got {_kind(item)}")
+
+    def tool(self, table: dict[str, Any], where: Key) -> str:
+        tool = table.get("tool", DEFAULT_TOOL)
+        key = (*where, "tool")
+        if not isinstance(tool, str):
+            raise self.fail(key, f"must be a string, got {_kind(tool)}")
+        try:
+            return check_tool(tool)
+        except ProcwindowError as exc:
+            raise self.fail(key, str(exc).removeprefix("tool ")) from None
+
+    def cwd(self, table: dict[str, Any], where: Key) -> str:
         # Like a compose file: commands run in the workspace file's directory by default.
         value = table.get("cwd", ".")
         key = (*where, "cwd")
@@ -440,7 +433,7 @@ class _Checker:
             raise self.fail(key, f"cannot enter directory (permission denied): {_show(cwd)}")
         return cwd
 
-    def env(self, table: dict[str, Any], where: _Key) -> dict[str, str] | None:
+    def env(self, table: dict[str, Any], where: Key) -> dict[str, str] | None:
         value = table.get("env")
         if value is None:
             return None
@@ -460,7 +453,7 @@ class _Checker:
                 raise self.fail((*key, name), "contains a NUL character")
         return dict(value)
 
-    def resolve(self, program: str, cwd: str, env: dict[str, str] | None, key: _Key) -> None:
+    def resolve(self, program: str, cwd: str, env: dict[str, str] | None, key: Key) -> None:
         """Find the program as spawn will, so that a typo fails before anything starts."""
         try:
             resolve_command(program, {**os.environ, **(env or {})}, cwd)
@@ -468,27 +461,23 @@ class _Checker:
             raise self.fail(key, _clip(str(exc), 200)) from None
 
 
+#: TOML's names for its types, the narrower first (a bool is an int, a date-time a date).
+_KINDS: tuple[tuple[type, str], ...] = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a float"),
+    (str, "a string"),
+    (list, "an array"),
+    (dict, "a table"),
+    (datetime.datetime, "a date-time"),
+    (datetime.date, "a date"),
+    (datetime.time, "a time"),
+)
+
+
 def _kind(value: object) -> str:
     """A TOML value's type, as the format's documentation names it."""
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a float"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, dict):
-        return "a table"
-    if isinstance(value, datetime.datetime):
-        return "a date-time"
-    if isinstance(value, datetime.date):
-        return "a date"
-    if isinstance(value, datetime.time):
-        return "a time"
-    return type(value).__name__
+    return next((name for type_, name in _KINDS if isinstance(value, type_)), type(value).__name__)
 
 
 def _show(value: object, limit: int = 80) -> str:
@@ -502,292 +491,3 @@ def _show(value: object, limit: int = 80) -> str:
 
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _key_text(key: Sequence[str | int]) -> str:
-    out = ""
-    for part in key:
-        if isinstance(part, int):
-            out += f"[{part}]"
-            continue
-        if not _BARE_KEY.fullmatch(part):
-            part = '"' + part.replace("\\", "\\\\").replace('"', '\\"') + '"'
-        out += f".{part}" if out else part
-    return out
-
-
-# A key part: a bare word (starting a word: matches never start inside one, which
-# keeps the scan linear), or a one-line quoted string.
-_KEY_PART = r"""(?:(?<![A-Za-z0-9_-])[A-Za-z0-9_-]++|"(?:[^"\\\n]|\\.)*+"|'[^'\n]*+')"""
-_KEY_PART_RE = re.compile(_KEY_PART)
-# Dotted runs outside strings and comments. Every quantifier is possessive and an
-# unterminated string runs to the end of its line (or of the text), so that no
-# input makes the scan backtrack.
-_DOTTED = re.compile(
-    rf"""
-      (?P<key>{_KEY_PART}(?:[ \t]*+\.[ \t]*+{_KEY_PART})++)
-    | \"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*+(?:\"\"\"|\Z)
-    | '''(?:[^']|'(?!''))*+(?:'''|\Z)
-    | "(?:[^"\\\n]|\\.)*+"?
-    | '[^'\n]*+'?
-    | \#[^\n]*+
-    """,
-    re.VERBOSE,
-)
-
-
-def _check_key_lengths(text: str, path: str) -> None:
-    """Refuse dotted keys of more than MAX_KEY_PARTS parts before tomllib sees them."""
-    for match in _DOTTED.finditer(text):
-        run = match.group("key")
-        # Dots inside quoted parts make the count an upper bound; count exactly if it matters.
-        if run is None or run.count(".") < MAX_KEY_PARTS:
-            continue
-        if len(_KEY_PART_RE.findall(run)) > MAX_KEY_PARTS:
-            line = text.count("\n", 0, match.start()) + 1
-            raise WorkspaceError(
-                path, line, "", f"a dotted key has more than {MAX_KEY_PARTS} parts"
-            )
-
-
-_TOKEN = re.compile(
-    r"""
-      (?P<nl>\n)
-    | [ \t\r]++
-    | \#[^\n]*+
-    | (?P<ml>\"\"\"(?:[^"\\]|\\[\s\S]|"(?!""))*+(?:\"\"\"|\Z)|'''(?:[^']|'(?!''))*+(?:'''|\Z))
-    | (?P<str>"(?:[^"\\\n]|\\.)*+"?|'[^'\n]*+'?)
-    | (?P<bare>[A-Za-z0-9_-]++)
-    | (?P<punct>.)
-    """,
-    re.VERBOSE,
-)
-
-#: Past this depth, a value's elements are skipped rather than indexed.
-_MAX_INDEX_DEPTH = 64
-
-_Token = tuple[str, str, int]  # kind (a group of _TOKEN), text, line
-_EOF: _Token = ("eof", "", 0)
-
-
-class _Found(Exception):
-    pass
-
-
-class _KeyLines:
-    """Finds the line of a key path like ("session", 0, "agent", 1, "argv").
-
-    tomllib gives no positions, so this reads the text's tokens: table headers,
-    ``key =`` lines, and the elements and keys of arrays and inline tables. It
-    stops at ``target``; ``line`` is the line of ``target``, else of the nearest
-    enclosing table or array, else None.
-    """
-
-    def __init__(self, text: str, target: _Key) -> None:
-        self.target = target
-        self.where: dict[_Key, int] = {}
-        self._counters: dict[_Key, int] = {}
-        self._tokens = self._lex(text)
-        self._ahead: deque[_Token] = deque()
-        self._taken = 0
-        try:
-            self._scan()
-        except _Found:
-            pass
-        self.line = self._find()
-
-    def _find(self) -> int | None:
-        for end in range(len(self.target), 0, -1):
-            line = self.where.get(self.target[:end])
-            if line is not None:
-                return line
-        return None
-
-    @staticmethod
-    def _lex(text: str) -> Iterator[_Token]:
-        line = 1
-        for match in _TOKEN.finditer(text):
-            kind = match.lastgroup
-            if kind is None:  # blanks and comments
-                continue
-            token = match.group()
-            yield kind, token, line
-            if kind == "nl":
-                line += 1
-            elif kind == "ml":
-                line += token.count("\n")
-
-    def _peek(self, ahead: int = 0) -> _Token:
-        while len(self._ahead) <= ahead:
-            token = next(self._tokens, None)
-            if token is None:
-                return _EOF
-            self._ahead.append(token)
-        return self._ahead[ahead]
-
-    def _take(self) -> _Token:
-        token = self._peek()
-        if self._ahead:
-            self._ahead.popleft()
-            self._taken += 1
-        return token
-
-    def _is(self, punct: str, ahead: int = 0) -> bool:
-        kind, token, _line = self._peek(ahead)
-        return kind == "punct" and token == punct
-
-    def _wanted(self, path: _Key) -> bool:
-        return path == self.target[: len(path)]
-
-    def _record(self, path: _Key, line: int) -> None:
-        if self._wanted(path):
-            self.where.setdefault(path, line)
-            if len(path) == len(self.target):
-                raise _Found
-
-    def _record_all(self, path: _Key, line: int) -> None:
-        """Record ``path`` and the tables it implies."""
-        for end in range(1, len(path) + 1):
-            if not self._wanted(path[:end]):
-                return
-            self._record(path[:end], line)
-
-    def _scan(self) -> None:
-        current: _Key = ()
-        while self._peek()[0] != "eof":
-            kind, _token, line = self._peek()
-            if self._is("["):
-                is_array = self._is("[", 1)
-                self._take()
-                if is_array:
-                    self._take()
-                parts = self._key()
-                if parts:
-                    current = self._header(parts, is_array)
-                    self._record_all(current, line)
-            elif kind in ("str", "bare"):
-                parts = self._key()
-                if self._is("="):
-                    self._take()
-                    self._record_all((*current, *parts), line)
-                    self._value((*current, *parts), 0)
-            # The rest of the line: a comment, or something not understood.
-            while self._peek()[0] not in ("nl", "eof"):
-                self._take()
-            self._take()
-
-    def _key(self) -> list[str]:
-        parts: list[str] = []
-        while True:
-            kind, token, _line = self._peek()
-            if kind == "bare":
-                parts.append(token)
-            elif kind == "str":
-                parts.append(_unquote(token))
-            else:
-                return parts
-            self._take()
-            if not self._is("."):
-                return parts
-            self._take()
-
-    def _header(self, names: list[str], is_array: bool) -> _Key:
-        path: list[str | int] = []
-        for i, name in enumerate(names):
-            path.append(name)
-            last = i == len(names) - 1
-            if last and is_array:
-                key = tuple(path)
-                self._counters[key] = self._counters.get(key, -1) + 1
-                path.append(self._counters[key])
-            elif not last:
-                # an enclosing array of tables: its most recent element
-                index = self._counters.get(tuple(path))
-                if index is not None:
-                    path.append(index)
-        return tuple(path)
-
-    def _value(self, path: _Key, depth: int) -> None:
-        """Index the value at the current token, if it may hold the target, and pass it."""
-        if self._is("[") or self._is("{"):
-            if depth > _MAX_INDEX_DEPTH or not self._wanted(path):
-                self._skip_nested()
-            elif self._is("["):
-                self._array(path, depth)
-            else:
-                self._table(path, depth)
-            return
-        while True:
-            kind, token, _line = self._peek()
-            if kind in ("nl", "eof") or (kind == "punct" and token in ",]}"):
-                return
-            self._take()
-
-    def _array(self, path: _Key, depth: int) -> None:
-        self._take()
-        index = 0
-        while True:
-            kind, _token, line = self._peek()
-            if kind == "eof":
-                return
-            if self._is("]"):
-                self._take()
-                return
-            if kind == "nl":
-                self._take()
-            elif self._is(","):
-                self._take()
-                index += 1
-            else:
-                taken = self._taken
-                self._record((*path, index), line)
-                self._value((*path, index), depth + 1)
-                if self._taken == taken:  # a stray token: never loop on it
-                    self._take()
-
-    def _table(self, path: _Key, depth: int) -> None:
-        self._take()
-        while True:
-            kind, _token, line = self._peek()
-            if kind == "eof":
-                return
-            if self._is("}"):
-                self._take()
-                return
-            parts = self._key()
-            if not parts:
-                self._take()
-                continue
-            self._record_all((*path, *parts), line)
-            if self._is("="):
-                self._take()
-                self._value((*path, *parts), depth + 1)
-
-    def _skip_nested(self) -> None:
-        depth = 0
-        while True:
-            kind, token, _line = self._take()
-            if kind == "eof":
-                return
-            if kind == "punct" and token in "[{":
-                depth += 1
-            elif kind == "punct" and token in "]}":
-                depth -= 1
-                if depth == 0:
-                    return
-
-
-def _unquote(token: str) -> str:
-    """A quoted key's text (a best effort: it only places errors)."""
-    quote = token[0]
-    body = token[1:-1] if len(token) >= 2 and token.endswith(quote) else token[1:]
-    if quote == "'" or "\\" not in body:
-        return body
-    try:
-        value = tomllib.loads(f"k = {token}")["k"]
-    except (ValueError, RecursionError):
-        return body
-    return value if isinstance(value, str) else body

@@ -29,6 +29,7 @@ __all__ = [
     "command_argv",
     "count_scopes",
     "scope_pattern",
+    "shown",
 ]
 
 #: The session a command runs in when nobody names one.
@@ -52,6 +53,21 @@ _NOT_IN_NAMES = frozenset(".*> \t\r\n\0")
 # -- values ------------------------------------------------------------------
 
 
+def shown(value: object, limit: int = 80) -> str:
+    """``repr(value)`` for a one-line error: clipped, and safe for any value (the
+    repr of an int of thousands of digits raises ValueError)."""
+    try:
+        text = repr(value)
+    except ValueError:
+        text = f"<{type(value).__name__} too large to show>"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _kind(value: object) -> str:
+    name = type(value).__name__
+    return f"an {name}" if name[:1] in "aeiou" else f"a {name}"
+
+
 def check_graceful_timeout(value: object, what: str = "graceful_timeout") -> float:
     """``value`` as seconds of grace: a finite number in [0, MAX_GRACEFUL_TIMEOUT].
 
@@ -62,14 +78,14 @@ def check_graceful_timeout(value: object, what: str = "graceful_timeout") -> flo
     2.0
     """
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a number of seconds, got {value!r}")
+        raise ValueError(f"{what} must be a number of seconds, got {shown(value)}")
     try:
         seconds = float(value)
     except OverflowError:  # an int too large for a float
         seconds = math.inf
     if not math.isfinite(seconds) or not 0 <= seconds <= MAX_GRACEFUL_TIMEOUT:
         raise ValueError(
-            f"{what} must be between 0 and {MAX_GRACEFUL_TIMEOUT:g} seconds, got {value!r}"
+            f"{what} must be between 0 and {MAX_GRACEFUL_TIMEOUT:g} seconds, got {shown(value)}"
         )
     return seconds
 
@@ -81,13 +97,13 @@ def check_scope_name(kind: str, name: object) -> str:
     without ``.``, ``*``, ``>`` or whitespace.
     """
     if not isinstance(name, str) or not name:
-        raise InvalidScope(f"{kind} must be a non-empty string, got {name!r}")
+        raise InvalidScope(f"{kind} must be a non-empty string, got {shown(name)}")
     bad = set(_NOT_IN_NAMES.intersection(name))
     if not name.isprintable():
         bad.update(c for c in name if not c.isprintable())
     if bad:
         raise InvalidScope(
-            f"{kind} {name!r} contains {''.join(sorted(bad))!r}; "
+            f"{kind} {shown(name)} contains {''.join(sorted(bad))!r}; "
             "names may not contain '.', '*', '>', whitespace or control characters"
         )
     return name
@@ -96,7 +112,10 @@ def check_scope_name(kind: str, name: object) -> str:
 def check_tool(tool: object) -> str:
     """Return ``tool`` if it is a non-empty single-line printable string."""
     if not isinstance(tool, str) or not tool or not tool.isprintable():
-        raise InvalidArgv(f"tool must be a non-empty printable string, got {tool!r}")
+        raise InvalidArgv(
+            "tool must be a non-empty single-line string without control characters,"
+            f" got {shown(tool)}"
+        )
     return tool
 
 
@@ -123,20 +142,20 @@ class CommandError(InvalidArgv):
 def check_argv(argv: object) -> tuple[str, ...]:
     """``argv`` as a tuple of strings, or CommandError (an InvalidArgv)."""
     if isinstance(argv, (str, bytes)):
-        raise CommandError("argv", f"must be a sequence of strings, not a {type(argv).__name__}")
+        raise CommandError("argv", f"must be a sequence of strings, not {_kind(argv)}")
     if not isinstance(argv, Iterable) or isinstance(argv, Mapping):
-        raise CommandError("argv", f"must be a sequence of strings, got {argv!r}")
+        raise CommandError("argv", f"must be a sequence of strings, got {shown(argv)}")
     args = tuple(argv)
     if not args:
-        raise CommandError("argv", "is empty")
+        raise CommandError("argv", "must not be empty")
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
-            raise CommandError("argv", f"is a {type(arg).__name__}, not a str: {arg!r}", i)
+            raise CommandError("argv", f"is {_kind(arg)}, not a str: {shown(arg)}", i)
         # Any other character is the child's business; NUL cannot reach it.
         if "\0" in arg:
-            raise CommandError("argv", f"contains a NUL byte: {arg!r}", i)
+            raise CommandError("argv", f"contains a NUL byte: {shown(arg)}", i)
     if not args[0]:
-        raise CommandError("argv", "is empty: the program must be named", 0)
+        raise CommandError("argv", "must not be empty: it names the program", 0)
     return args
 
 
@@ -153,7 +172,7 @@ def command_argv(argv: object = None, shell: object = None) -> tuple[str, ...]:
     if shell is None:
         return check_argv(argv)
     if not isinstance(shell, str):
-        raise CommandError("shell", f"must be a string, got {type(shell).__name__}")
+        raise CommandError("shell", f"must be a string, not {_kind(shell)}")
     if not shell.strip():
         raise CommandError("shell", "must not be empty")
     if "\0" in shell:

@@ -29,7 +29,7 @@ def _still_serving(server):
         (b'{"op": "term", "proc": "five"}\n', "bad-field", "'proc' must be an integer"),
         (b'{"op": "idx", "v": 99}\n', "version", "protocol version 99"),
         (b'{"op": "events", "pattern": "a..b"}\n', None, "invalid pattern"),
-        (b'{"op": "run", "session": "s", "agent": "a"}\n', "bad-field", "exactly one of 'argv'"),
+        (b'{"op": "run", "session": "s", "agent": "a"}\n', "bad-field", "exactly one of argv"),
         (
             b'{"op": "run", "session": "s.x", "agent": "a", "argv": ["true"]}\n',
             None,

@@ -37,9 +37,9 @@ def test_command_argv_takes_exactly_one_of_argv_and_shell() -> None:
 @pytest.mark.parametrize(
     ("kwargs", "field", "index", "fact"),
     [
-        ({"argv": []}, "argv", None, "argv is empty"),
-        ({"argv": [""]}, "argv", 0, "argv[0] is empty"),
-        ({"argv": ["echo", 3]}, "argv", 1, "argv[1] is a int"),
+        ({"argv": []}, "argv", None, "argv must not be empty"),
+        ({"argv": [""]}, "argv", 0, "argv[0] must not be empty"),
+        ({"argv": ["echo", 3]}, "argv", 1, "argv[1] is an int"),
         ({"argv": ["echo", "a\0b"]}, "argv", 1, "NUL"),
         ({"argv": "echo hi"}, "argv", None, "sequence of strings"),
         ({"argv": {"a": "b"}}, "argv", None, "sequence of strings"),
@@ -69,6 +69,21 @@ def test_check_argv_is_the_spawn_rule() -> None:
 def test_tool_must_be_one_printable_line(bad: object) -> None:
     with pytest.raises(InvalidArgv, match="tool"):
         check_tool(bad)
+
+
+def test_errors_show_any_value_in_one_short_line() -> None:
+    huge = 10**5000  # its repr() raises ValueError
+    for check in (
+        lambda: command_argv(argv=["x", huge]),
+        lambda: check_tool(huge),
+        lambda: check_scope_name("session", huge),
+        lambda: check_graceful_timeout(huge),
+        lambda: command_argv(argv=["x" * 10_000, 1]),
+    ):
+        with pytest.raises(ValueError, match=r"must|contains|not a str") as info:
+            check()
+        message = str(info.value)
+        assert "\n" not in message and len(message) < 300, message
 
 
 def test_tool_and_scope_names_that_are_fine_pass_through() -> None:

@@ -1,0 +1,92 @@
+"""The server's messages: replies, errors, line batches and events, as bytes or dicts.
+
+A reply that carries output lines is written in pieces (its head, its lines a
+few at a time, its tail) so that a large one is never held whole in memory.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from ..core import Event, Line
+from ._protocol import PROTOCOL_VERSION, dumps, encode, event_to_json, line_to_json
+
+__all__ = [
+    "LINE_OVERHEAD",
+    "error_message",
+    "event_message",
+    "line_pieces",
+    "lines_head",
+    "lines_size",
+    "lines_tail",
+    "ok_message",
+    "os_error_message",
+]
+
+#: What a line costs besides its text, in its JSON and in memory (bytes, roughly).
+LINE_OVERHEAD = 64
+#: Text encoded per write (bytes, roughly); escaping may make it up to 6 times bigger.
+_PIECE_TEXT = 64 * 1024
+
+
+def ok_message(req_id: Any, result: Any) -> dict[str, Any]:
+    """A request's final reply."""
+    return {"v": PROTOCOL_VERSION, "id": req_id, "ok": True, "result": result}
+
+
+def error_message(req_id: Any, exc: Exception, type_: str | None = None) -> dict[str, Any]:
+    """An error reply: the exception's type (or ``type_``), message and code, if any."""
+    error: dict[str, Any] = {"type": type_ or type(exc).__name__, "message": str(exc)}
+    code = getattr(exc, "code", None)
+    if isinstance(code, str):
+        error["code"] = code
+    return {"v": PROTOCOL_VERSION, "id": req_id, "ok": False, "error": error}
+
+
+def os_error_message(req_id: Any, op: str, exc: OSError) -> dict[str, Any]:
+    """An error reply for a system limit that failed request ``op``, with its errno name."""
+    error: dict[str, Any] = {"type": "OSError", "message": f"{op}: {exc.strerror or exc}"}
+    if exc.errno is not None:
+        error["errno"] = errno.errorcode.get(exc.errno, str(exc.errno))
+    return {"v": PROTOCOL_VERSION, "id": req_id, "ok": False, "error": error}
+
+
+def event_message(req_id: Any, ev: Event) -> bytes:
+    """One event of an ``events`` stream."""
+    return encode({"v": PROTOCOL_VERSION, "id": req_id, "event": event_to_json(ev)})
+
+
+def lines_head(req_id: Any, *, ok: bool) -> bytes:
+    """The start of a message whose ``lines`` follow: a final reply, or a batch."""
+    start = b'{"v":%d,"id":%s,' % (PROTOCOL_VERSION, dumps(req_id))
+    return start + (b'"ok":true,"result":{"lines":[' if ok else b'"lines":[')
+
+
+def lines_tail(dropped: int, cursor: int, eof: bool, *, final: bool = False) -> bytes:
+    """The end of a message begun by lines_head (``final``: of a reply)."""
+    body = b'],"dropped":%d,"cursor":%d,"eof":%s}' % (
+        dropped,
+        cursor,
+        b"true" if eof else b"false",
+    )
+    return body + (b"}\n" if final else b"\n")
+
+
+def lines_size(lines: Sequence[Line]) -> int:
+    """What ``lines`` cost, in their JSON and in memory (bytes, roughly)."""
+    return sum(len(line.text) for line in lines) + LINE_OVERHEAD * len(lines)
+
+
+def line_pieces(lines: Sequence[Line], *, first: bool) -> Iterator[bytes]:
+    """``lines`` as JSON array elements, in pieces of about _PIECE_TEXT each.
+
+    ``first``: they open the array (no comma before the first of them).
+    """
+    if not lines:
+        return
+    step = max(1, _PIECE_TEXT * len(lines) // lines_size(lines))
+    for i in range(0, len(lines), step):
+        piece = dumps([line_to_json(line) for line in lines[i : i + step]])[1:-1]
+        yield piece if first and i == 0 else b"," + piece
