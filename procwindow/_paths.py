@@ -1,8 +1,13 @@
-"""Where the QML module and the resources are, in a checkout and in an installed wheel.
+"""Where the QML modules and the resources are, in a checkout and in an installed wheel.
 
 A wheel installs them inside the package (``procwindow/qml``, ``procwindow/resources``,
 see ``[tool.setuptools.package-dir]`` in pyproject.toml). A source checkout, and an
 editable install of one, keeps them at the top of the repository, next to the package.
+
+``qml/`` is a QML import path: the window's module ``Procwindow.Ui`` is
+``qml/Procwindow/Ui/``. (``qml/tooling/`` holds, for qmllint only, the type
+information of the module ``Procwindow`` that :mod:`procwindow.qt` registers from
+Python.)
 """
 
 from __future__ import annotations
@@ -22,7 +27,7 @@ def _find(name: str) -> Path:
 
 
 def qml_dir() -> Path:
-    """The directory that holds the QML module (``qml/`` in a checkout)."""
+    """The QML import path that holds the window's modules (``qml/`` in a checkout)."""
     return _find("qml")
 
 

@@ -1,4 +1,4 @@
-"""The window application, and the API that embeds a ProcWindow in another Qt program.
+"""The window application: the event loop, the supervisor, the main window and its ProcWindows.
 
 ``procwindow`` runs :func:`run_app`: a ``QApplication`` driven by qasync's
 ``QEventLoop`` (qasync needs QtWidgets' application even for a QML UI), one
@@ -11,7 +11,7 @@ Closing the main window (or the last window) quits, and the supervisor then
 terminates every child it still runs.
 
 A host application that already runs qasync and a Supervisor opens a ProcWindow
-with :func:`open_proc_window`::
+with :func:`procwindow.qt.window.open_proc_window` (re-exported here)::
 
     window = open_proc_window(supervisor, "build", "compiler")
 
@@ -25,38 +25,52 @@ Environment:
 from __future__ import annotations
 
 import asyncio
-import functools
 import gc
 import os
 import re
 import signal
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QObject, QUrl, Signal, Slot
+from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
 from PySide6.QtGui import QGuiApplication, QIcon, QWindow
-from PySide6.QtQml import QQmlApplicationEngine, QQmlComponent, QQmlEngine
+from PySide6.QtQml import QQmlApplicationEngine
 from PySide6.QtQuick import QQuickWindow
-from PySide6.QtQuickControls2 import QQuickStyle
 from PySide6.QtWidgets import QApplication
 
 from procwindow import cli
-from procwindow._paths import qml_dir, resources_dir
+from procwindow._paths import resources_dir
 from procwindow.control import ControlServer, default_socket_path, load_workspace
 from procwindow.control import Workspace as WorkspaceFile
 from procwindow.core import ProcwindowError, Supervisor
+from procwindow.core.rules import (
+    DEFAULT_AGENT,
+    DEFAULT_GRACEFUL_TIMEOUT,
+    DEFAULT_SESSION,
+    DEFAULT_TOOL,
+)
 from procwindow.demo import demo_workspace
 from procwindow.qt import (
     ActiveScope,
-    OutputModel,
+    MainWindowModel,
     ProcController,
     ProcModel,
+    ProcWindowModel,
     SessionModel,
-    StatsSampler,
+)
+from procwindow.qt.window import (
+    QML_MODULE,
+    QUICK_STYLE,
+    close_proc_windows,
+    ensure_style,
+    find_proc_window,
+    open_proc_window,
+    prepare_engine,
+    proc_windows,
+    window_model,
 )
 
 if TYPE_CHECKING:
@@ -67,6 +81,7 @@ __all__ = [
     "COMMAND_SESSION",
     "QUICK_STYLE",
     "Workspace",
+    "ensure_style",
     "main",
     "open_proc_window",
     "proc_windows",
@@ -74,12 +89,9 @@ __all__ = [
     "run_app",
 ]
 
-#: The Qt Quick Controls style: a non-native one, so the customised controls
-#: look the same everywhere.
-QUICK_STYLE = "Fusion"
 #: Where ``procwindow -- CMD`` runs CMD.
-COMMAND_SESSION = "default"
-COMMAND_AGENT = "main"
+COMMAND_SESSION = DEFAULT_SESSION
+COMMAND_AGENT = DEFAULT_AGENT
 #: Signals that close the application gracefully (every child terminated, exit 0).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The environment variable naming the directory SIGUSR1 screenshots go to.
@@ -130,9 +142,10 @@ def run_app(
 ) -> int:
     """Run the window until it is closed; return the exit status.
 
-    ``command``: run it in ``default``/``main`` and show it; ``workspace``: start
-    its commands; neither: the demo workspace. ``socket_path``: serve the control
-    socket there, so ``procwindow ctl`` reaches this window (None: do not serve).
+    ``command``: run it in :data:`COMMAND_SESSION`/:data:`COMMAND_AGENT` and show it;
+    ``workspace``: start its commands; neither: the demo workspace. ``socket_path``:
+    serve the control socket there, so ``procwindow ctl`` reaches this window (None:
+    do not serve).
     """
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
@@ -183,13 +196,13 @@ async def _run(
     grace = workspace_file.graceful_timeout if workspace_file is not None else None
     try:
         async with Supervisor(
-            graceful_timeout=5.0 if grace is None else grace, subreaper=True
+            graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT if grace is None else grace, subreaper=True
         ) as supervisor:
             running.append(supervisor)
             if command is not None:
                 try:
                     await supervisor.spawn(
-                        command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool="shell"
+                        command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool=DEFAULT_TOOL
                     )
                 except ProcwindowError as exc:
                     print(f"{cli.PROG}: {exc}", file=sys.stderr)
@@ -255,21 +268,17 @@ async def _serve(
     return server
 
 
-def ensure_style() -> None:
-    """Use :data:`QUICK_STYLE` unless the environment or the host chose a style."""
-    if not os.environ.get("QT_QUICK_CONTROLS_STYLE") and not QQuickStyle.name():
-        QQuickStyle.setStyle(QUICK_STYLE)
-
-
 # -- the application -------------------------------------------------------------------
 
 
 class Workspace(QObject):
     """The application's glue: the main window, its models, and the ProcWindows it opens.
 
-    QML sees it as the main window's ``workspace``: ``openProcWindow(session, agent)``
-    opens (or raises) a ProcWindow; ``quit()`` (also on the last window closed)
-    emits ``quitRequested``, on which the application closes its supervisor.
+    The main window's QML sees a :class:`~procwindow.qt.MainWindowModel`, which
+    opens ProcWindows through :meth:`openProcWindow` (one per scope: asking
+    again raises the open one) and asks to quit when the main window closes;
+    :meth:`quit` (also on the last window closed) emits ``quitRequested``, on
+    which the application closes its supervisor.
     """
 
     quitRequested = Signal()
@@ -284,12 +293,22 @@ class Workspace(QObject):
         super().__init__(parent)
         self.supervisor = supervisor
         self.engine = QQmlApplicationEngine()
+        prepare_engine(self.engine)
         self.active_scope = ActiveScope(self)
         self.session_model = SessionModel(supervisor, self)
         for session, agents in (scopes or {}).items():
             self.session_model.addSession(session, agents)
         self.controller = ProcController(supervisor, self)
         self.overview_model = ProcModel(supervisor, parent=self)
+        self.view_model = MainWindowModel(
+            self.session_model,
+            self.active_scope,
+            self.controller,
+            self.overview_model,
+            self._open_window_model,
+            self,
+        )
+        self.view_model.quitRequested.connect(self.quit)
         self._done = False
         app = QGuiApplication.instance()
         if isinstance(app, QGuiApplication):
@@ -303,39 +322,48 @@ class Workspace(QObject):
         return window if isinstance(window, QQuickWindow) else None
 
     def load(self) -> QQuickWindow:
-        """Load Main.qml; raise RuntimeError with the QML errors if it fails."""
-        self.engine.setInitialProperties(
-            {
-                "sessionModel": self.session_model,
-                "activeScope": self.active_scope,
-                "controller": self.controller,
-                "overviewModel": self.overview_model,
-                "workspace": self,
-            }
-        )
+        """Load the main window (``Main`` of the QML module); RuntimeError with the QML errors."""
+        self.engine.setInitialProperties({"viewModel": self.view_model})
         errors: list[str] = []
         self.engine.warnings.connect(lambda ws: errors.extend(w.toString() for w in ws))
-        self.engine.load(QUrl.fromLocalFile(str(qml_dir() / "Main.qml")))
+        self.engine.loadFromModule(QML_MODULE, "Main")
         window = self.main_window
         if window is None:
-            raise RuntimeError("cannot load Main.qml:\n" + "\n".join(errors))
+            raise RuntimeError(f"cannot load {QML_MODULE}.Main:\n" + "\n".join(errors))
+        # The models go with the window, after the items that bind to them. Left
+        # to this Workspace, they would go first whenever it does (a Python
+        # wrapper collected while the engine's deleteLater is pending), and the
+        # window's typed properties would point at freed objects.
+        for obj in self._qml_facing():
+            obj.setParent(window)
+        # The tree shows the active scope once it is laid out.
+        self.view_model.showActiveScope()
         return window
+
+    def _qml_facing(self) -> tuple[QObject, ...]:
+        return (
+            self.view_model,
+            self.session_model,
+            self.controller,
+            self.overview_model,
+            self.active_scope,
+        )
 
     @Slot(str, str, result=QObject)
     def openProcWindow(self, session: str, agent: str) -> QObject | None:
         """Open a ProcWindow on ``(session, agent)``; raise the one already showing it."""
         if self._done or not session:
             return None
-        for handle in list(_open_windows.values()):
-            model = handle.proc_model
-            if handle.engine is self.engine and (model.session, model.agent) == (session, agent):
-                if QGuiApplication.platformName() not in ("offscreen", "minimal"):
-                    handle.window.raise_()  # those two platforms warn that they cannot
-                handle.window.requestActivate()
-                return handle.window
+        window = find_proc_window(self.engine, session, agent)
+        if window is not None:
+            return window
         return open_proc_window(
             self.supervisor, session, agent, self.engine, active_scope=self.active_scope
         )
+
+    def _open_window_model(self, session: str, agent: str) -> ProcWindowModel | None:
+        window = self.openProcWindow(session, agent)
+        return None if window is None else window_model(window)
 
     @Slot()
     def quit(self) -> None:
@@ -347,147 +375,13 @@ class Workspace(QObject):
         if self._done:
             return
         self._done = True
-        for handle in list(_open_windows.values()):
-            if handle.engine is self.engine:
-                handle.release()
+        close_proc_windows(self.engine)
         window = self.main_window
         if window is not None:
             window.close()
         for model in (self.session_model, self.overview_model):
             model.close()
         self.engine.deleteLater()
-
-
-# -- embedding -------------------------------------------------------------------------
-
-
-@dataclass(eq=False)
-class _OpenWindow:
-    """A ProcWindow and its models (children of the window, deleted with it)."""
-
-    window: QQuickWindow
-    proc_model: ProcModel
-    output_model: OutputModel
-    stats: StatsSampler
-    engine: QQmlEngine
-
-    def release(self) -> None:
-        """Stop the models, close the window and delete it (idempotent)."""
-        self._release(close=True)
-
-    def on_finished(self) -> None:
-        # The window is closing already: closing it again from its own handler
-        # would re-enter QWindow::close.
-        self._release(close=False)
-
-    def _release(self, *, close: bool) -> None:
-        if _open_windows.pop(id(self), None) is None:
-            return
-        self.proc_model.close()
-        self.output_model.close()
-        self.stats.procId = -1
-        if close:
-            self.window.close()
-        self.window.deleteLater()
-
-
-_open_windows: dict[int, _OpenWindow] = {}
-# Engines open_proc_window made for itself, held until Qt deletes them. (Parenting
-# one to the application instead crashes the first JS handler that runs in it.)
-_own_engines: set[QQmlEngine] = set()
-_COMPONENT_NAME = "procwindow.ProcWindow"
-
-
-def _proc_window_component(engine: QQmlEngine) -> QQmlComponent:
-    """ProcWindow.qml compiled once per engine, and owned by it.
-
-    Deleting a QQmlComponent deletes the objects it created, so it must live as
-    long as any ProcWindow does: as the engine's child it does.
-    """
-    component = engine.findChild(QQmlComponent, _COMPONENT_NAME)
-    if component is None:
-        component = QQmlComponent(engine, QUrl.fromLocalFile(str(qml_dir() / "ProcWindow.qml")))
-        if component.isError():
-            message = component.errorString()
-            component.deleteLater()
-            raise RuntimeError("cannot load ProcWindow.qml:\n" + message)
-        component.setObjectName(_COMPONENT_NAME)
-        component.setParent(engine)
-    return component
-
-
-def open_proc_window(
-    supervisor: Supervisor,
-    session: str,
-    agent: str = "",
-    engine: QQmlEngine | None = None,
-    *,
-    active_scope: ActiveScope | None = None,
-    pinned: bool | None = None,
-) -> QQuickWindow:
-    """Open a ProcWindow on ``(session, agent)`` of ``supervisor`` and return it.
-
-    ``agent=""`` shows every agent of the session. The window gets its own
-    models and controller, and deletes them, and itself, when it is closed.
-    Pass the host's ``engine`` to share it (else the window gets one of its own,
-    deleted with it), and an :class:`~procwindow.qt.ActiveScope` for the window
-    to follow while unpinned (without one it stays on its scope). Call it with
-    qasync's loop set as the asyncio event loop.
-
-    >>> window = open_proc_window(supervisor, "build", "compiler")  # doctest: +SKIP
-    >>> window.title()  # doctest: +SKIP
-    'Processes - build/compiler'
-    """
-    ensure_style()
-    owns_engine = engine is None
-    if engine is None:
-        engine = QQmlEngine()
-        _own_engines.add(engine)
-        engine.destroyed.connect(functools.partial(_own_engines.discard, engine))
-    try:
-        component = _proc_window_component(engine)
-    except RuntimeError:
-        if owns_engine:
-            engine.deleteLater()
-        raise
-    proc_model = ProcModel(supervisor, session, agent)
-    output_model = OutputModel(supervisor)
-    output_model.darkBackground = True
-    stats = StatsSampler(supervisor)
-    controller = ProcController(supervisor)
-    properties: dict[str, Any] = {
-        "procModel": proc_model,
-        "outputModel": output_model,
-        "stats": stats,
-        "controller": controller,
-    }
-    if active_scope is not None:
-        properties["activeScope"] = active_scope
-    if pinned is not None:
-        properties["pinned"] = pinned
-    window = component.createWithInitialProperties(properties)
-    if not isinstance(window, QQuickWindow):
-        proc_model.close()
-        output_model.close()
-        if owns_engine:
-            engine.deleteLater()
-        raise RuntimeError("cannot create a ProcWindow:\n" + component.errorString())
-    # The models go with the window, after its items (which bind to them).
-    for obj in (proc_model, output_model, stats, controller):
-        obj.setParent(window)
-    if owns_engine:
-        window.destroyed.connect(engine.deleteLater)
-    handle = _OpenWindow(window, proc_model, output_model, stats, engine)
-    _open_windows[id(handle)] = handle
-    window.finished.connect(handle.on_finished)  # type: ignore[attr-defined]
-    window.show()
-    window.requestActivate()
-    return window
-
-
-def proc_windows() -> list[QQuickWindow]:
-    """The ProcWindows open now, oldest first."""
-    return [handle.window for handle in _open_windows.values()]
 
 
 # -- screenshots -----------------------------------------------------------------------

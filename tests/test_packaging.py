@@ -35,8 +35,26 @@ def test_qml_and_resources_are_installed_inside_the_package() -> None:
     package_data = config["package-data"]
     assert isinstance(package_data, dict)
     assert "py.typed" in package_data["procwindow"]
+    # Recursive: the QML module lives in subdirectories named after its URI.
+    assert package_data["procwindow.qml"] == ["**/*"]
     assert not (ROOT / "procwindow" / "qml").exists(), "qml/ lives at the top of the repository"
     assert not (ROOT / "procwindow" / "resources").exists()
+
+
+def test_the_qml_module_lives_where_its_uri_says() -> None:
+    # qml/ is the import path; `import Procwindow.Ui` is qml/Procwindow/Ui/, and the
+    # type information of the Python-registered `import Procwindow` is in qml/tooling/
+    # (for qmllint; not on the import path, where it would hide the registered types).
+    from procwindow.qt.window import QML_MODULE
+
+    module = _paths.qml_dir().joinpath(*QML_MODULE.split("."))
+    assert (module / "qmldir").read_text().splitlines()[0] == f"module {QML_MODULE}"
+    assert (module / "Main.qml").is_file() and (module / "ProcWindow.qml").is_file()
+    types = _paths.qml_dir() / "tooling" / "Procwindow"
+    assert (types / "qmldir").read_text().splitlines()[0] == "module Procwindow"
+    assert (types / "procwindow.qmltypes").is_file()
+    assert not (_paths.qml_dir() / "Procwindow" / "qmldir").exists()
+    assert not list(_paths.qml_dir().glob("*.qml")), "QML files belong to the module directory"
 
 
 @pytest.mark.parametrize("layout", ["wheel", "checkout"])

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ._support import default_supervisor, format_bytes, set_default_supervisor
 from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
+from .main_viewmodel import MainWindowModel, ScopeSelection
 from .models import (
     OutputModel,
     OutputRole,
@@ -21,6 +22,7 @@ from .models import (
     SessionRole,
     status_text,
 )
+from .viewmodel import ProcTableStyle, ProcWindowModel
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -28,12 +30,16 @@ __all__ = [
     "QML_IMPORT_MINOR_VERSION",
     "QML_IMPORT_NAME",
     "ActiveScope",
+    "MainWindowModel",
     "OutputModel",
     "OutputRole",
     "ProcColumn",
     "ProcController",
     "ProcModel",
     "ProcRole",
+    "ProcTableStyle",
+    "ProcWindowModel",
+    "ScopeSelection",
     "SessionModel",
     "SessionRole",
     "StatsSampler",

@@ -12,18 +12,20 @@ import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from PySide6.QtCore import Property, QObject, QSize, Qt, Signal
+from PySide6.QtCore import Property, QObject, QSize, Qt, QTimer, Signal
 
 if TYPE_CHECKING:
     from procwindow.core import Event, Subscription, Supervisor
 
 __all__ = [
     "EventPump",
+    "Later",
     "Lifeline",
     "current_loop",
     "default_supervisor",
     "empty_data",
     "format_bytes",
+    "plural",
     "qt_property",
     "resolve_supervisor",
     "set_default_supervisor",
@@ -283,3 +285,40 @@ def format_bytes(n: int) -> str:
         if value < 1024 or unit == _UNITS[-1]:
             return f"{value:.1f} {unit}"
     raise AssertionError("unreachable")
+
+
+def plural(count: int, one: str, many: str) -> str:
+    """``"1 line"``, ``"3 lines"``: ``one`` for a count of 1, else ``many`` after the count.
+
+    >>> plural(1, "line", "lines"), plural(0, "line", "lines")
+    ('1 line', '0 lines')
+    """
+    return f"{count} {one if count == 1 else many}"
+
+
+class Later:
+    """Runs ``slot`` once, soon: after the events queued now, as QML's ``Qt.callLater``.
+
+    Requests made before it runs are one run; ``stop()`` cancels a pending run.
+    """
+
+    def __init__(self, owner: QObject, slot: Callable[[], None]) -> None:
+        self._owner = owner
+        self._slot = slot
+        self._pending = False
+
+    def start(self) -> None:
+        """Run ``slot`` soon (once, however often this is called before it runs)."""
+        if not self._pending:
+            self._pending = True
+            # A zero timeout is a queued call, behind the events already posted.
+            QTimer.singleShot(0, self._owner, self._run)
+
+    def stop(self) -> None:
+        """Do not run ``slot`` for the requests made so far."""
+        self._pending = False
+
+    def _run(self) -> None:
+        if self._pending:
+            self._pending = False
+            self._slot()

@@ -2,8 +2,9 @@
 
 The models are read-only views; every action a person takes (term, kill, run…)
 goes through :class:`ProcController`, which calls the supervisor and reports a
-failure as a message. :class:`ActiveScope` is the main window's selection, and
-:class:`StatsSampler` samples one process's resource use once a second.
+failure as ``actionFailed(procId, action, message)``. :class:`ActiveScope` is the
+main window's selection, and :class:`StatsSampler` samples one process's
+resource use once a second.
 """
 
 from __future__ import annotations
@@ -15,14 +16,14 @@ from collections.abc import Coroutine
 from typing import Any
 
 import shiboken6
-from PySide6.QtCore import QObject, QTimer, Signal, SignalInstance, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, Supervisor
+from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, Supervisor, rules
 
 from ._support import current_loop, format_bytes, qt_property, resolve_supervisor
 
-__all__ = ["DEFAULT_AGENT", "RUN_TOOL", "ActiveScope", "ProcController", "StatsSampler"]
+__all__ = ["DEFAULT_AGENT", "NO_PROC", "RUN_TOOL", "ActiveScope", "ProcController", "StatsSampler"]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
@@ -30,9 +31,11 @@ QML_IMPORT_MAJOR_VERSION = 1
 log = logging.getLogger("procwindow.qt")
 
 #: The agent a command typed into the window runs as when only a session is chosen.
-DEFAULT_AGENT = "main"
+DEFAULT_AGENT = rules.DEFAULT_AGENT
 #: The ``tool`` recorded for commands started from the window.
-RUN_TOOL = "shell"
+RUN_TOOL = rules.DEFAULT_TOOL
+#: The ``procId`` of ``actionFailed`` for an action on no single proc (run, termAll).
+NO_PROC = -1
 #: Milliseconds between two resource samples.
 STATS_INTERVAL_MS = 1000
 
@@ -42,17 +45,19 @@ class ProcController(QObject):
     """Process actions for QML: each slot starts the supervisor call on the loop.
 
     Slots return at once; the work runs as a task on the running (qasync) loop.
-    A failure is reported through ``error(message)`` with the error's own text
-    (``command not found: 'nmp'``), and a new process through ``started(procId)``.
-    An action runs to its end even if the controller is destroyed first (a Term
-    clicked just before the window closes still terminates); it then reports to
-    no one. Before closing the supervisor, an application awaits
-    :meth:`wait_idle` so that no action is left half-done.
+    A failure is reported through ``actionFailed(procId, action, message)``: the
+    proc acted on (:data:`NO_PROC` for ``run`` and ``termAll``), the slot's name
+    (``"term"``, ``"run"``…) and the error's own text, meant for the user
+    (``command not found: 'nmp'``). A new process is reported through
+    ``started(procId)``. An action runs to its end even if the controller is
+    destroyed first (a Term clicked just before the window closes still
+    terminates); it then reports to no one. Before closing the supervisor, an
+    application awaits :meth:`wait_idle` so that no action is left half-done.
     """
 
-    error = Signal(str)
-    """An action failed; the message is meant for the user."""
-    started = Signal(int)
+    actionFailed = Signal(int, str, str, arguments=["procId", "action", "message"])
+    """An action failed: ``(procId, action, message)``; the message is meant for the user."""
+    started = Signal(int, arguments=["procId"])
     """``run`` or ``restart`` started a process with this id."""
 
     def __init__(self, supervisor: Supervisor | None = None, parent: QObject | None = None):
@@ -63,17 +68,17 @@ class ProcController(QObject):
     @Slot(int)
     def term(self, procId: int) -> None:
         """SIGTERM the proc's group; SIGKILL after the supervisor's graceful timeout."""
-        self._start(self._sup.term(procId), f"terminate {procId}")
+        self._start(self._sup.term(procId), procId, "term", f"terminate {procId}")
 
     @Slot(int)
     def kill(self, procId: int) -> None:
         """SIGKILL the proc's group now."""
-        self._start(self._sup.kill(procId), f"kill {procId}")
+        self._start(self._sup.kill(procId), procId, "kill", f"kill {procId}")
 
     @Slot(int)
     def interrupt(self, procId: int) -> None:
         """SIGINT the proc's group, as Ctrl-C would."""
-        self._start(self._sup.interrupt(procId), f"interrupt {procId}")
+        self._start(self._sup.interrupt(procId), procId, "interrupt", f"interrupt {procId}")
 
     @Slot(int)
     def dismiss(self, procId: int) -> None:
@@ -81,20 +86,22 @@ class ProcController(QObject):
         try:
             self._sup.dismiss(procId)
         except ProcwindowError as exc:
-            self.error.emit(str(exc))
+            self.actionFailed.emit(procId, "dismiss", str(exc))
 
     @Slot(int)
     def restart(self, procId: int) -> None:
         """Start the proc's command again as a new proc, stopping it first if it runs."""
-        self._start(self._restart(procId), f"restart {procId}")
+        self._start(self._restart(procId), procId, "restart", f"restart {procId}")
 
     @Slot(str, str)
     def termAll(self, session: str, agent: str) -> None:
         """Terminate every running proc of a session (``agent == ""``) or of one agent."""
         if not session:
-            self.error.emit("choose a session first")
+            self.actionFailed.emit(NO_PROC, "termAll", "choose a session first")
             return
-        self._start(self._sup.term_all(session, agent or None), f"terminate {session}")
+        self._start(
+            self._sup.term_all(session, agent or None), NO_PROC, "termAll", f"terminate {session}"
+        )
 
     @Slot(str, str, str)
     @Slot(str, str, str, str)
@@ -102,20 +109,25 @@ class ProcController(QObject):
         """Start ``commandLine`` (split like a shell would, but no shell runs it).
 
         ``agent == ""`` runs it as :data:`DEFAULT_AGENT`; ``cwd == ""`` in the
-        supervisor's directory. Emits ``started(procId)`` or ``error(message)``.
+        supervisor's directory. Emits ``started(procId)`` or ``actionFailed``.
         """
         if not session:
-            self.error.emit("choose a session first")
+            self.actionFailed.emit(NO_PROC, "run", "choose a session first")
             return
         try:
             argv = shlex.split(commandLine)
         except ValueError as exc:
-            self.error.emit(f"cannot read the command line: {exc}")
+            self.actionFailed.emit(NO_PROC, "run", f"cannot read the command line: {exc}")
             return
         if not argv:
-            self.error.emit("the command line is empty")
+            self.actionFailed.emit(NO_PROC, "run", "the command line is empty")
             return
-        self._start(self._run(session, agent or DEFAULT_AGENT, argv, cwd or None), f"run {argv[0]}")
+        self._start(
+            self._run(session, agent or DEFAULT_AGENT, argv, cwd or None),
+            NO_PROC,
+            "run",
+            f"run {argv[0]}",
+        )
 
     async def wait_idle(self) -> None:
         """Wait until every action started so far has finished."""
@@ -124,32 +136,42 @@ class ProcController(QObject):
 
     async def _run(self, session: str, agent: str, argv: list[str], cwd: str | None) -> None:
         proc = await self._sup.spawn(argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd)
-        self._emit(self.started, proc.id)
+        self._started(proc.id)
 
     async def _restart(self, proc_id: int) -> None:
         if self._sup.get(proc_id).running:
             await self._sup.term(proc_id)
         proc = await self._sup.restart(proc_id)
-        self._emit(self.started, proc.id)
+        self._started(proc.id)
 
-    def _start(self, action: Coroutine[Any, Any, object], what: str) -> None:
-        task = current_loop().create_task(self._report(action, what), name=f"procwindow {what}")
+    def _start(
+        self, coro: Coroutine[Any, Any, object], proc_id: int, action: str, what: str
+    ) -> None:
+        task = current_loop().create_task(
+            self._report(coro, proc_id, action, what), name=f"procwindow {what}"
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _report(self, action: Coroutine[Any, Any, object], what: str) -> None:
+    async def _report(
+        self, coro: Coroutine[Any, Any, object], proc_id: int, action: str, what: str
+    ) -> None:
         try:
-            await action
+            await coro
         except ProcwindowError as exc:
-            self._emit(self.error, str(exc))
+            self._failed(proc_id, action, str(exc))
         except Exception as exc:
             log.exception("procwindow: %s failed", what)
-            self._emit(self.error, f"{what} failed: {exc}")
+            self._failed(proc_id, action, f"{what} failed: {exc}")
 
-    def _emit(self, signal: SignalInstance, value: object) -> None:
-        # The action outlived the controller (deleted by its parent or by QML).
+    # The action outlived the controller (deleted by its parent or by QML): no report.
+    def _started(self, proc_id: int) -> None:
         if shiboken6.isValid(self):
-            signal.emit(value)
+            self.started.emit(proc_id)
+
+    def _failed(self, proc_id: int, action: str, message: str) -> None:
+        if shiboken6.isValid(self):
+            self.actionFailed.emit(proc_id, action, message)
 
 
 @QmlElement

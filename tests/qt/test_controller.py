@@ -8,8 +8,9 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from procwindow.core import ProcState, Supervisor
+from procwindow.core.rules import DEFAULT_TOOL
 from procwindow.qt import ActiveScope, ProcController, StatsSampler
-from procwindow.qt.controller import DEFAULT_AGENT
+from procwindow.qt.controller import DEFAULT_AGENT, NO_PROC
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -20,13 +21,21 @@ SLEEP = ["sleep", "30"]
 
 
 class Recorder:
-    """Collects a controller's started/error signals."""
+    """Collects a controller's started/actionFailed signals."""
 
     def __init__(self, controller: ProcController) -> None:
         self.started: list[int] = []
-        self.errors: list[str] = []
+        self.failures: list[tuple[int, str, str]] = []
         controller.started.connect(self.started.append)
-        controller.error.connect(self.errors.append)
+        controller.actionFailed.connect(self.on_failed)
+
+    def on_failed(self, proc_id: int, action: str, message: str) -> None:
+        self.failures.append((proc_id, action, message))
+
+    @property
+    def errors(self) -> list[str]:
+        """The failure messages, in order."""
+        return [message for _, _, message in self.failures]
 
 
 def test_run_starts_a_command_line(sup: Supervisor, qrun: QRun, tmp_path: object) -> None:
@@ -38,7 +47,7 @@ def test_run_starts_a_command_line(sup: Supervisor, qrun: QRun, tmp_path: object
     [proc_id] = seen.started
     p = sup.get(proc_id)
     assert p.argv == ("printf", "%s|", "two words", "$HOME")  # no shell expansion
-    assert (p.session, p.agent, p.tool, p.cwd) == ("s1", "a1", "shell", str(tmp_path))
+    assert (p.session, p.agent, p.tool, p.cwd) == ("s1", "a1", DEFAULT_TOOL, str(tmp_path))
     qrun(sup.wait(proc_id))
     assert [line.text for line in sup.read(proc_id).lines] == ["two words|$HOME|"]
 
@@ -69,8 +78,10 @@ def test_run_reports_failures(
     controller.run(session, "a1", line)
     qrun(controller.wait_idle())
     assert seen.started == []
-    assert len(seen.errors) == 1
-    assert seen.errors[0].startswith(message)
+    assert len(seen.failures) == 1
+    proc_id, action, text = seen.failures[0]
+    assert (proc_id, action) == (NO_PROC, "run")
+    assert text.startswith(message)
     assert sup.procs() == []
 
 
@@ -111,6 +122,35 @@ def test_term_kill_interrupt_and_dismiss(sup: Supervisor, qrun: QRun) -> None:
     qrun(controller.wait_idle())
     assert len(seen.errors) == 3
     assert str(running.id) in seen.errors[0] and "running" in seen.errors[0]
+    assert [(p, a) for p, a, _ in seen.failures] == [
+        (running.id, "dismiss"),
+        (9999, "dismiss"),
+        (9999, "term"),
+    ]
+
+
+@pytest.mark.parametrize("action", ["term", "kill", "interrupt", "restart", "dismiss"])
+def test_an_action_on_a_proc_that_does_not_exist_fails_with_its_id(
+    sup: Supervisor, qrun: QRun, action: str
+) -> None:
+    controller = ProcController(sup)
+    seen = Recorder(controller)
+    getattr(controller, action)(4242)
+    qrun(controller.wait_idle())
+    assert seen.started == []
+    [(proc_id, failed, message)] = seen.failures
+    assert (proc_id, failed) == (4242, action)
+    assert "4242" in message
+
+
+def test_a_run_of_a_missing_command_fails_with_no_proc(sup: Supervisor, qrun: QRun) -> None:
+    controller = ProcController(sup)
+    seen = Recorder(controller)
+    controller.run("s1", "", "no-such-command-procwindow --flag")
+    qrun(controller.wait_idle())
+    assert seen.failures == [(NO_PROC, "run", "command not found: 'no-such-command-procwindow'")]
+    assert seen.started == []
+    assert sup.procs() == []
 
 
 def test_restart_stops_a_running_proc_and_starts_it_again(sup: Supervisor, qrun: QRun) -> None:
@@ -139,7 +179,7 @@ def test_term_all_of_a_session_or_an_agent(sup: Supervisor, qrun: QRun) -> None:
     qrun(controller.wait_idle())
     assert (a1.running, other.running) == (False, True)
     controller.termAll("", "")
-    assert seen.errors == ["choose a session first"]
+    assert seen.failures == [(NO_PROC, "termAll", "choose a session first")]
     assert other.running
 
 

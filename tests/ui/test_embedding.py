@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -9,8 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from procwindow.app import open_proc_window, proc_windows
+from procwindow import app as window_app
 from procwindow.core import Supervisor
+from procwindow.qt.window import open_proc_window, proc_windows, window_model
 
 from .conftest import Run
 from .helpers import find_item, item, py, until
@@ -34,9 +36,9 @@ HARNESS = textwrap.dedent(
     """
     import runpy, sys
     from PySide6.QtCore import QTimer
-    import procwindow.app as window_app
+    import procwindow.qt.window as window_module
 
-    opened = window_app.open_proc_window
+    opened = window_module.open_proc_window
 
     def open_and_watch(*args, **kwargs):
         window = opened(*args, **kwargs)
@@ -57,7 +59,7 @@ HARNESS = textwrap.dedent(
         timer.start(50)
         return window
 
-    window_app.open_proc_window = open_and_watch
+    window_module.open_proc_window = open_and_watch
     runpy.run_path(sys.argv[1], run_name="__main__")
     print("host exited cleanly", flush=True)
     """
@@ -94,7 +96,7 @@ def test_open_proc_window_in_process_owns_and_frees_its_engine(sup: Supervisor, 
         window = open_proc_window(sup, "build", "cc")
         assert window.title() == "Processes - build/cc"
         # Without an ActiveScope there is nothing to follow: pinned, no pin button.
-        assert window.property("pinned") is True
+        assert window_model(window).pinned is True
         assert find_item(window, "pinButton") is None
         await item(window, f"statusText-{proc.id}")
         output = window.property("outputModel")
@@ -106,3 +108,55 @@ def test_open_proc_window_in_process_owns_and_frees_its_engine(sup: Supervisor, 
         assert proc_windows() == []
 
     run(scenario())
+
+
+def test_the_embedding_module_loads_nothing_of_the_application() -> None:
+    # A host imports the window, not the procwindow program: no argparse set-up (cli),
+    # no control socket (control), no TOML parsed at import (demo).
+    code = textwrap.dedent(
+        """
+        import sys
+        import procwindow.qt.window
+        loaded = [m for m in ("procwindow.cli", "procwindow.control", "procwindow.demo",
+                              "procwindow.app") if m in sys.modules]
+        print(loaded)
+        """
+    )
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen")
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]", result.stdout
+
+
+def test_the_main_windows_models_outlive_the_items_that_bind_to_them(
+    sup: Supervisor, run: Run
+) -> None:
+    # The window's properties are typed (`required property MainWindowModel`): if the
+    # models went first, the window's bindings would run on freed objects. A
+    # Workspace dropped by Python right after close() is the hard case: its wrapper
+    # is collected while the engine's deleteLater is still pending.
+    order: list[str] = []
+
+    async def scenario() -> None:
+        await sup.spawn(["true"], session="s", agent="a")
+        ws = window_app.Workspace(sup)
+        window = ws.load()
+        window.destroyed.connect(lambda: order.append("window"))
+        for name in ("view_model", "session_model", "controller", "overview_model"):
+            getattr(ws, name).destroyed.connect(lambda _=None, n=name: order.append(n))
+        ws.close()
+        del ws, window
+        gc.collect()
+        await until(lambda: "window" in order, what="the main window deleted")
+        await until(lambda: len(order) == 5, what="its models deleted")
+
+    run(scenario())
+    assert order[0] == "window", order

@@ -11,9 +11,9 @@ from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 
-from procwindow.app import proc_windows
 from procwindow.core import ExitReason, Supervisor
 from procwindow.qt import ProcModel, ProcRole
+from procwindow.qt.window import proc_windows, window_model
 from tests.core.helpers import alive
 
 from .conftest import MakeWorkspace, Run
@@ -116,7 +116,7 @@ def test_right_click_processes_term_escalates_kill_dismiss(
         # Select the server, then Term: it ignores SIGTERM, so it is killed.
         await until(lambda: has_output(sup, server.id, "serving"), what="the handler installed")
         await click(window, await item(window, f"statusText-{server.id}"))
-        assert window.property("currentProcId") == server.id
+        assert window_model(window).currentProcId == server.id
         term = await item(window, f"termButton-{server.id}")
         assert term.property("toolTipText").endswith("Ctrl+T")
         await click(window, term)
@@ -130,7 +130,7 @@ def test_right_click_processes_term_escalates_kill_dismiss(
 
         # Up selects the sleeper (the row above); Ctrl+K kills it.
         await key(window, Qt.Key.Key_Up)
-        assert window.property("currentProcId") == sleeper.id
+        assert window_model(window).currentProcId == sleeper.id
         await key(window, Qt.Key.Key_K, Qt.KeyboardModifier.ControlModifier)
         await until_equal(lambda: status_of(window, sleeper.id), "killed (SIGKILL)", what="status")
         assert not alive(sleeper.os_pid)
@@ -187,7 +187,7 @@ def test_pinned_keeps_its_scope_unpinned_follows_the_selection(
         window = the_window()
         model = model_of(window)
         assert (model.session, model.agent) == ("one", "")
-        assert window.property("pinned") is False
+        assert window_model(window).pinned is False
         await item(window, f"statusText-{one.id}")
 
         # Unpinned, it follows the main window's selection.
@@ -200,14 +200,14 @@ def test_pinned_keeps_its_scope_unpinned_follows_the_selection(
         pin = await item(window, "pinButton")
         assert pin.property("toolTipText").endswith("Ctrl+P")
         await click(window, pin)
-        assert window.property("pinned") is True
+        assert window_model(window).pinned is True
         await click(main, await item(main, "sessionNode-one"))
         await settle(0.2)
         assert (model.session, model.agent) == ("two", "b")
 
         # Ctrl+P unpins; it catches up with the selection at once.
         await key(window, Qt.Key.Key_P, Qt.KeyboardModifier.ControlModifier)
-        assert window.property("pinned") is False
+        assert window_model(window).pinned is False
         await until(lambda: (model.session, model.agent) == ("one", ""), what="caught up")
 
     run(scenario())

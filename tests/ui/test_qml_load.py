@@ -1,8 +1,11 @@
-"""The QML loads, and renders, with zero warnings."""
+"""The QML module loads, and renders, with zero warnings, and keeps to its house rules."""
 
 from __future__ import annotations
 
 import gc
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,19 +16,26 @@ from PySide6.QtQuick import QQuickWindow
 from procwindow import app as window_app
 from procwindow._paths import qml_dir
 from procwindow.core import Supervisor
+from procwindow.qt.window import QML_MODULE, prepare_engine
 
 from .conftest import MakeWorkspace, Run
 from .helpers import find_item, py, settle, until
 
-QML_FILES = sorted(p.name for p in qml_dir().glob("*.qml"))
+ROOT = Path(__file__).resolve().parents[2]
+MODULE_DIR = qml_dir().joinpath(*QML_MODULE.split("."))
+QML_FILES = sorted(p.name for p in MODULE_DIR.glob("*.qml"))
+# What a QML file may hold besides bindings and one-line handlers: nothing. These
+# start a statement of their own (a block body, a declaration, a loop...).
+STATEMENT = re.compile(r"^(if|else|for|while|switch|case|return|const|let|var)\b")
 
 
 @pytest.mark.parametrize("name", QML_FILES)
 def test_every_qml_file_compiles_without_warnings(name: str) -> None:
     engine = QQmlEngine()
+    prepare_engine(engine)
     errors: list[str] = []
     engine.warnings.connect(lambda ws: errors.extend(w.toString() for w in ws))
-    component = QQmlComponent(engine, QUrl.fromLocalFile(str(qml_dir() / name)))
+    component = QQmlComponent(engine, QUrl.fromLocalFile(str(MODULE_DIR / name)))
     assert component.isReady(), component.errorString()
     assert not errors
     # Now, not later: an engine holds a loader thread (and its eventfd) until deleted.
@@ -33,14 +43,58 @@ def test_every_qml_file_compiles_without_warnings(name: str) -> None:
     gc.collect()
 
 
+def test_the_windows_load_from_the_module_by_uri() -> None:
+    engine = QQmlEngine()
+    prepare_engine(engine)
+    for name in ("Main", "ProcWindow"):
+        component = QQmlComponent(engine)
+        component.loadFromModule(QML_MODULE, name)
+        assert component.isReady(), component.errorString()
+        del component
+    del engine
+    gc.collect()
+
+
 def test_every_qml_file_follows_the_house_rules() -> None:
-    for path in qml_dir().glob("*.qml"):
+    assert QML_FILES
+    for path in MODULE_DIR.glob("*.qml"):
         text = path.read_text()
         first = text.lstrip().splitlines()[0]
         assert first in ("pragma ComponentBehavior: Bound", "pragma Singleton"), path.name
         # The output pane is a ListView: a TextArea cannot hold a million lines.
         assert "TextArea" not in text, path.name
-    assert (qml_dir() / "qmldir").read_text().count(".qml") == len(QML_FILES)
+        # Typed properties: the Python types come from `import Procwindow`.
+        assert "property var " not in text, path.name
+        # Layout, bindings and shortcuts only: a function or a handler is one line.
+        for number, line in enumerate(text.splitlines(), 1):
+            code = line.strip()
+            where = f"{path.name}:{number}: {code}"
+            assert not STATEMENT.match(code), where
+            if re.match(r"function \w+\(", code):
+                assert code.endswith("}"), where
+            assert not re.search(r"(:|=>)\s*\{$", code), where
+    qmldir = (MODULE_DIR / "qmldir").read_text()
+    assert qmldir.splitlines()[0] == f"module {QML_MODULE}"
+    assert qmldir.count(".qml") == len(QML_FILES)
+
+
+def test_qmltypes_of_the_python_module_are_current() -> None:
+    # qmllint reads qml/tooling/Procwindow/procwindow.qmltypes for `import Procwindow`.
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "qmltypes.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (qml_dir() / "tooling" / "Procwindow" / "qmldir").read_text().splitlines() == [
+        "module Procwindow",
+        "typeinfo procwindow.qmltypes",
+    ]
+    # Not on the run-time import path: there, a qmldir module "Procwindow" would hide
+    # the types Python registers.
+    assert not (qml_dir() / "Procwindow" / "qmldir").exists()
 
 
 def test_icons_exist_for_every_name_the_qml_uses() -> None:
@@ -89,6 +143,7 @@ def test_proc_window_opens_and_closes_without_warnings(
 
 
 def test_qml_dir_is_next_to_resources() -> None:
-    # Theme.qml finds the icons at ../resources/icons, in a checkout and in a wheel.
+    # Theme.qml (in qml/Procwindow/Ui/) finds the icons at ../../../resources/icons,
+    # in a checkout and in a wheel.
     assert (qml_dir().parent / "resources" / "icons").is_dir()
-    assert Path(qml_dir() / "Theme.qml").read_text().count("../resources/icons/") == 1
+    assert (MODULE_DIR / "Theme.qml").read_text().count('"../../../resources/icons/"') == 1

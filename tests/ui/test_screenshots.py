@@ -11,9 +11,10 @@ from __future__ import annotations
 import pytest
 from PySide6.QtCore import Qt
 
-from procwindow.app import Workspace, open_proc_window
+from procwindow.app import Workspace
 from procwindow.core import Proc, Supervisor
 from procwindow.demo import DEMO_SCOPES, job_argv, start_demo
+from procwindow.qt.window import open_proc_window
 
 from .conftest import MakeWorkspace, Run
 from .helpers import (

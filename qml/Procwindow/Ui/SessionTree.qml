@@ -2,52 +2,24 @@ pragma ComponentBehavior: Bound
 
 import QtQuick
 import QtQuick.Controls
+import Procwindow
 
-// Sessions and their agents. Selecting a node makes it the active scope; the
-// tree only emits what the person did, the window owns the menu.
+// Sessions and their agents. The current node is the active scope: `selection`
+// (a ScopeSelection) keeps the two together. The tree only emits what the person
+// did; the window owns the menu.
 FocusScope {
     id: tree
 
-    required property var sessionModel
+    required property SessionModel sessionModel
+    required property ScopeSelection selection
     readonly property alias view: treeView
-    readonly property bool hasCurrent: treeView.selectionModel.currentIndex.valid
-    // The scope of the current node, reported by its delegate.
-    property string currentSession
-    property string currentAgent
 
-    // (session, agent) of the node that became current; agent is "" for a session.
-    signal scopeSelected(string session, string agent)
     // A right-click (or the menu key) on a node, at a position in `tree`.
     signal contextMenuRequested(string session, string agent, point position)
     // A double-click on a node.
     signal activated(string session, string agent)
-
-    function reportCurrent(session: string, agent: string) {
-        if (session === currentSession && agent === currentAgent)
-            return
-        currentSession = session
-        currentAgent = agent
-        scopeSelected(session, agent)
-    }
-    function selectScope(session: string, agent: string) {
-        const index = sessionModel.indexFor(session, agent)
-        if (!index.valid)
-            return
-        if (agent.length > 0)
-            treeView.expandToIndex(index)
-        treeView.selectionModel.setCurrentIndex(index, ItemSelectionModel.ClearAndSelect)
-        const row = treeView.rowAtIndex(index)
-        if (row >= 0)
-            treeView.positionViewAtRow(row, TableView.Contain)
-    }
-    // Where a context menu for the current node goes (keyboard: Menu, Shift+F10).
-    function currentNodePosition(): point {
-        const row = treeView.rowAtIndex(treeView.selectionModel.currentIndex)
-        const item = treeView.itemAtCell(Qt.point(0, row))
-        if (!item)
-            return Qt.point(Theme.spacing * 3, Theme.spacing * 3)
-        return item.mapToItem(tree, 32, item.height)
-    }
+    // The menu key: the current node answers with contextMenuRequested.
+    signal menuRequested()
 
     Rectangle {
         anchors.fill: parent
@@ -64,7 +36,7 @@ FocusScope {
         model: tree.sessionModel
         boundsBehavior: Flickable.StopAtBounds
         acceptedButtons: Qt.NoButton
-        selectionModel: ItemSelectionModel {}
+        selectionModel: tree.selection
         columnWidthProvider: () => treeView.width
         ScrollBar.vertical: ScrollBar { policy: ScrollBar.AsNeeded }
 
@@ -100,13 +72,13 @@ FocusScope {
             implicitWidth: treeView.width
             implicitHeight: isSession ? 30 : 28
 
-            // The current node tells the tree its scope (mouse and keyboard alike).
-            onCurrentChanged: if (current) tree.reportCurrent(session, agent)
-            Component.onCompleted: if (current) tree.reportCurrent(session, agent)
+            // A click makes the node current (and so the active scope).
+            function makeCurrent() { tree.forceActiveFocus(); tree.selection.setCurrentIndex(node.treeView.index(node.row, node.column), ItemSelectionModel.ClearAndSelect) }
 
-            function makeCurrent() {
-                node.treeView.selectionModel.setCurrentIndex(
-                    node.treeView.index(node.row, node.column), ItemSelectionModel.ClearAndSelect)
+            Connections {
+                target: tree
+                enabled: node.current && node.visible
+                function onMenuRequested() { tree.contextMenuRequested(node.session, node.agent, node.mapToItem(tree, 32, node.height)) }
             }
 
             Rectangle {
@@ -122,20 +94,12 @@ FocusScope {
             HoverHandler { id: hover }
             TapHandler {
                 acceptedButtons: Qt.LeftButton
-                onTapped: {
-                    tree.forceActiveFocus()
-                    node.makeCurrent()
-                }
+                onTapped: node.makeCurrent()
                 onDoubleTapped: tree.activated(node.session, node.agent)
             }
             TapHandler {
                 acceptedButtons: Qt.RightButton
-                onTapped: (eventPoint, button) => {
-                    tree.forceActiveFocus()
-                    node.makeCurrent()
-                    tree.contextMenuRequested(node.session, node.agent,
-                                              node.mapToItem(tree, eventPoint.position))
-                }
+                onTapped: (eventPoint, button) => { node.makeCurrent(); tree.contextMenuRequested(node.session, node.agent, node.mapToItem(tree, eventPoint.position)) }
             }
 
             Row {

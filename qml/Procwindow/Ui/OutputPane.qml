@@ -3,86 +3,58 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import Procwindow
 
 // The live output of one process: a ListView over an OutputModel (never a text
 // area: it stays cheap at a million lines). It follows the tail until the person
-// scrolls up, and follows again once they are back at the bottom.
+// scrolls up, and follows again once they are back at the bottom: the view tells
+// its ProcWindowModel what happened, the model decides.
 FocusScope {
     id: pane
 
-    required property var outputModel
-    required property var stats
+    required property ProcWindowModel viewModel
+    readonly property OutputModel outputModel: viewModel.outputModel
+    readonly property StatsSampler stats: viewModel.stats
     // Shortcut texts for the tooltips (the window owns the shortcuts).
     property string filterShortcut: "Ctrl+F"
     property string copyShortcut: "Ctrl+C"
     property string copyAllShortcut: "Ctrl+Shift+C"
     property string liveShortcut: "End"
 
-    readonly property bool following: view.following
+    readonly property bool following: viewModel.following
     readonly property int lineCount: view.count
-    readonly property bool hasSelection: selectionStart >= 0
-    // The selected lines, as a range of rows (the anchor and the row the pointer reached).
-    property int anchorRow: -1
-    property int cursorRow: -1
-    readonly property int selectionStart: anchorRow < 0 ? -1 : Math.min(anchorRow, cursorRow)
-    readonly property int selectionEnd: anchorRow < 0 ? -1 : Math.max(anchorRow, cursorRow)
+    // Read once here, not by every line: a line is made in a few microseconds.
+    readonly property int selectionStart: viewModel.selectionStart
+    readonly property int selectionEnd: viewModel.selectionEnd
 
-    signal copied(string what)
-
-    function jumpToLive() {
-        // A scroll still gliding must not end in "not following".
-        view.cancelFlick()
-        view.jumped = view.moving
-        view.following = true
-        view.stickToEnd()
-    }
-    function focusFilter() {
-        filterField.forceActiveFocus()
-        filterField.selectAll()
-    }
-    function clearFilter() {
-        filterField.clear()
-    }
-    function clearSelection() {
-        anchorRow = -1
-        cursorRow = -1
-    }
-    function selectedRows(): list<int> {
-        const rows = []
-        for (let r = selectionStart; r >= 0 && r <= selectionEnd; ++r)
-            rows.push(r)
-        return rows
-    }
-    function copySelection() {
-        if (!hasSelection)
-            return false
-        outputModel.copyToClipboard(outputModel.copyRows(selectedRows()))
-        const n = selectionEnd - selectionStart + 1
-        copied(n === 1 ? qsTr("1 line copied") : qsTr("%1 lines copied").arg(n))
-        return true
-    }
-    function copyAll() {
-        outputModel.copyToClipboard(outputModel.copyAll())
-        copied(outputModel.filterText.length > 0 ? qsTr("Matching lines copied") : qsTr("Output copied"))
-    }
+    // The End key: back to the live tail (a scroll still gliding is stopped first).
+    function jumpToLive() { view.cancelFlick(); pane.viewModel.jumpToLive(view.moving) }
+    function focusFilter() { filterField.forceActiveFocus(); filterField.selectAll() }
 
     Connections {
         target: pane.outputModel
-        function onModelReset() {
-            pane.clearSelection()
-            view.maxLineWidth = 0
-            if (view.following)
-                view.stickToEnd()
-        }
-        function onProcIdChanged() {
-            view.following = true
-        }
-        // At maxLines every append removes as many rows as it inserts: the count
-        // stays the same, so onCountChanged alone would stop following there.
-        function onRowsInserted() {
-            if (view.following)
-                Qt.callLater(view.stickToEnd)
-        }
+        function onModelReset() { view.maxLineWidth = 0; pane.viewModel.outputReset() }
+    }
+    Connections {
+        target: pane.viewModel
+        function onPositionAtEnd() { view.positionViewAtEnd() }
+    }
+
+    // Paging and Home, while the lines have the keyboard.
+    Shortcut {
+        sequence: "PgUp"
+        enabled: view.activeFocus
+        onActivated: { view.contentY = Math.max(view.originY, Math.min(view.contentY - view.pageStep, view.lastContentY)); pane.viewModel.following = view.nearEnd }
+    }
+    Shortcut {
+        sequence: "PgDown"
+        enabled: view.activeFocus
+        onActivated: { view.contentY = Math.max(view.originY, Math.min(view.contentY + view.pageStep, view.lastContentY)); pane.viewModel.following = view.nearEnd }
+    }
+    Shortcut {
+        sequence: "Home"
+        enabled: view.activeFocus
+        onActivated: { pane.viewModel.following = false; view.positionViewAtBeginning() }
     }
 
     ColumnLayout {
@@ -116,7 +88,7 @@ FocusScope {
                     enabled: pane.stats.active
                     label: qsTr("CPU")
                     value: pane.stats.cpuPercent / 100
-                    valueText: pane.stats.active ? pane.stats.cpuPercent.toFixed(0) + "%" : "–"
+                    valueText: pane.viewModel.cpuText
                     Layout.leftMargin: Theme.spacing
                 }
                 Gauge {
@@ -126,7 +98,7 @@ FocusScope {
                     label: qsTr("Mem")
                     // Full at 1 GiB: enough to see a child grow.
                     value: pane.stats.rssBytes / 1073741824
-                    valueText: pane.stats.active ? pane.stats.rssText : "–"
+                    valueText: pane.viewModel.memoryText
                     barColor: Theme.success
                 }
                 Item { Layout.fillWidth: true }
@@ -135,16 +107,17 @@ FocusScope {
                     id: filterField
                     objectName: "filterField"
                     outputModel: pane.outputModel
+                    matchText: pane.viewModel.matchText
                     shortcutText: pane.filterShortcut
                     Layout.preferredWidth: Math.min(320, Math.max(180, pane.width * 0.3))
                 }
                 IconButton {
                     objectName: "copyButton"
                     iconName: "copy"
-                    tip: pane.hasSelection ? qsTr("Copy selected lines") : qsTr("Copy all lines")
-                    shortcutText: pane.hasSelection ? pane.copyShortcut : pane.copyAllShortcut
+                    tip: pane.viewModel.hasSelection ? qsTr("Copy selected lines") : qsTr("Copy all lines")
+                    shortcutText: pane.viewModel.hasSelection ? pane.copyShortcut : pane.copyAllShortcut
                     enabled: view.count > 0
-                    onClicked: pane.hasSelection ? pane.copySelection() : pane.copyAll()
+                    onClicked: pane.viewModel.copy()
                 }
                 IconButton {
                     objectName: "clearButton"
@@ -173,21 +146,14 @@ FocusScope {
                 id: view
                 objectName: "outputView"
 
-                property bool following: true
+                readonly property bool following: pane.viewModel.following
                 // The widest line seen, for horizontal scrolling (no wrapping).
                 property real maxLineWidth: 0
-
-                // Deferred with Qt.callLater: by the time it runs the person may
-                // have started to scroll, and then it must not pull the view back.
-                function stickToEnd() {
-                    if (following)
-                        positionViewAtEnd()
-                }
+                readonly property real pageStep: height - 2 * Theme.lineHeight
+                readonly property real lastContentY: originY + contentHeight - height
                 // At the end, give or take four lines: while lines pour in, the end
                 // moves on during a scroll, and "back at the bottom" must still count.
-                function nearEnd(): bool {
-                    return originY + contentHeight - (contentY + height) <= 4 * Theme.lineHeight
-                }
+                readonly property bool nearEnd: lastContentY - contentY <= 4 * Theme.lineHeight
 
                 anchors.fill: parent
                 anchors.topMargin: 4
@@ -203,42 +169,17 @@ FocusScope {
                 flickableDirection: Flickable.AutoFlickIfNeeded
                 contentWidth: Math.max(width, maxLineWidth + 2 * Theme.spacing + 8)
 
-                onCountChanged: if (following) Qt.callLater(view.stickToEnd)
-                onHeightChanged: if (following) Qt.callLater(view.stickToEnd)
+                onCountChanged: pane.viewModel.followTail()
+                onHeightChanged: pane.viewModel.followTail()
                 // The person scrolls: stop following; back at the end: follow again.
-                property bool jumped: false
-                onMovementStarted: {
-                    jumped = false
-                    following = false
-                }
-                onMovementEnded: {
-                    if (jumped) {
-                        jumped = false
-                        following = true
-                        stickToEnd()
-                    } else {
-                        following = nearEnd()
-                    }
-                }
-                onAtYEndChanged: if (atYEnd && (moving || vbar.pressed)) following = true
-
-                Keys.onPressed: event => {
-                    if (event.key === Qt.Key_PageUp || event.key === Qt.Key_PageDown) {
-                        const step = (event.key === Qt.Key_PageUp ? -1 : 1) * (height - 2 * Theme.lineHeight)
-                        contentY = Math.max(originY, Math.min(contentY + step, originY + contentHeight - height))
-                        following = nearEnd()
-                        event.accepted = true
-                    } else if (event.key === Qt.Key_Home) {
-                        following = false
-                        positionViewAtBeginning()
-                        event.accepted = true
-                    }
-                }
+                onMovementStarted: pane.viewModel.scrollStarted()
+                onMovementEnded: pane.viewModel.scrollEnded(nearEnd)
+                onAtYEndChanged: pane.viewModel.scrolledToEnd(atYEnd, moving || vbar.pressed)
 
                 ScrollBar.vertical: ScrollBar {
                     id: vbar
                     policy: ScrollBar.AsNeeded
-                    onPressedChanged: view.following = pressed ? false : view.nearEnd()
+                    onPressedChanged: pane.viewModel.scrollBarPressed(pressed, view.nearEnd)
                 }
                 ScrollBar.horizontal: ScrollBar { policy: ScrollBar.AsNeeded }
 
@@ -270,7 +211,6 @@ FocusScope {
                     }
 
                     Text {
-                        id: lineText
                         x: Theme.spacing + 4
                         height: parent.height
                         verticalAlignment: Text.AlignVCenter
@@ -280,24 +220,15 @@ FocusScope {
                         font.family: Theme.monoFamily
                         font.pixelSize: Theme.monoFontSize
                         wrapMode: Text.NoWrap
-                        onImplicitWidthChanged: if (implicitWidth > view.maxLineWidth) view.maxLineWidth = implicitWidth
+                        onImplicitWidthChanged: view.maxLineWidth = Math.max(view.maxLineWidth, implicitWidth)
                     }
 
+                    // Press selects a line, Shift+press extends the selection, dragging extends it.
                     MouseArea {
                         anchors.fill: parent
                         acceptedButtons: Qt.LeftButton
-                        onPressed: mouse => {
-                            view.forceActiveFocus()
-                            if (!(mouse.modifiers & Qt.ShiftModifier) || pane.anchorRow < 0)
-                                pane.anchorRow = line.index
-                            pane.cursorRow = line.index
-                        }
-                        onPositionChanged: mouse => {
-                            const p = mapToItem(view.contentItem, mouse.x, mouse.y)
-                            const row = view.indexAt(p.x, p.y)
-                            if (row >= 0)
-                                pane.cursorRow = row
-                        }
+                        onPressed: mouse => { view.forceActiveFocus(); pane.viewModel.pressLine(line.index, (mouse.modifiers & Qt.ShiftModifier) !== 0) }
+                        onPositionChanged: mouse => pane.viewModel.dragTo(line.index + Math.floor(mouse.y / line.height))
                     }
                 }
             }
@@ -307,9 +238,7 @@ FocusScope {
                 objectName: "outputEmpty"
                 anchors.centerIn: parent
                 visible: view.count === 0
-                text: pane.outputModel.procId < 0 ? qsTr("Select a process and press Enter to stream its output")
-                    : pane.outputModel.filterText.length > 0 ? qsTr("No line matches the filter")
-                    : qsTr("No output yet")
+                text: pane.viewModel.emptyText
                 color: Theme.textFaint
                 font.pixelSize: Theme.fontSize
             }
@@ -318,7 +247,7 @@ FocusScope {
             Button {
                 id: liveButton
                 objectName: "jumpToLiveButton"
-                visible: !view.following && view.count > 0
+                visible: !pane.viewModel.following && view.count > 0
                 anchors.right: parent.right
                 anchors.bottom: parent.bottom
                 anchors.rightMargin: Theme.spacing * 2 + 6
@@ -366,23 +295,22 @@ FocusScope {
                 spacing: Theme.spacing * 2
                 Text {
                     objectName: "lineCountText"
-                    text: pane.outputModel.filterText.length > 0
-                          ? qsTr("%1 of %2 lines").arg(view.count).arg(pane.outputModel.lineCount)
-                          : qsTr("%1 lines").arg(pane.outputModel.lineCount)
+                    text: pane.viewModel.lineCountText
                     color: Theme.textFaint
                     font.pixelSize: Theme.smallFontSize
                 }
                 Text {
-                    visible: pane.hasSelection
-                    text: qsTr("%1 selected").arg(pane.selectionEnd - pane.selectionStart + 1)
+                    objectName: "selectedText"
+                    visible: pane.viewModel.hasSelection
+                    text: pane.viewModel.selectedText
                     color: Theme.textFaint
                     font.pixelSize: Theme.smallFontSize
                 }
                 Item { Layout.fillWidth: true }
                 Text {
                     objectName: "followState"
-                    text: view.following ? qsTr("● following") : qsTr("paused · End to follow")
-                    color: view.following ? Theme.success : Theme.warning
+                    text: pane.viewModel.following ? qsTr("● following") : qsTr("paused · End to follow")
+                    color: pane.viewModel.following ? Theme.success : Theme.warning
                     font.pixelSize: Theme.smallFontSize
                 }
             }

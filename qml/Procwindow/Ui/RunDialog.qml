@@ -9,16 +9,12 @@ import QtQuick.Layouts
 Dialog {
     id: dialog
 
+    // The scope the fields start from each time the dialog opens.
+    property string session
+    property string agent
+
     // Emitted on OK with the fields as typed.
     signal runRequested(string session, string agent, string commandLine, string cwd)
-
-    function openFor(session: string, agent: string) {
-        sessionField.text = session
-        agentField.text = agent.length > 0 ? agent : "main"
-        open()
-        commandField.forceActiveFocus()
-        commandField.selectAll()
-    }
 
     objectName: "runDialog"
     title: qsTr("Run a command")
@@ -28,21 +24,13 @@ Dialog {
     anchors.centerIn: parent
     padding: 16
     topPadding: 12
-    standardButtons: Dialog.Ok | Dialog.Cancel
 
     readonly property bool acceptable: commandField.text.trim().length > 0
                                        && sessionField.text.trim().length > 0
                                        && agentField.text.trim().length > 0
 
-    onAccepted: runRequested(sessionField.text.trim(), agentField.text.trim(),
-                             commandField.text, cwdField.text.trim())
-    onOpened: {
-        const ok = standardButton(Dialog.Ok)
-        if (ok) {
-            ok.objectName = "runOkButton"
-            ok.enabled = Qt.binding(() => dialog.acceptable)
-        }
-    }
+    onAccepted: runRequested(sessionField.text.trim(), agentField.text.trim(), commandField.text, cwdField.text.trim())
+    onAboutToShow: { sessionField.text = dialog.session; agentField.text = dialog.agent }
 
     background: Rectangle {
         color: Theme.raised
@@ -58,6 +46,18 @@ Dialog {
         topPadding: 4
         spacing: Theme.spacing
         background: Item {}
+
+        Button {
+            objectName: "runOkButton"
+            text: qsTr("OK")
+            enabled: dialog.acceptable
+            DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
+        }
+        Button {
+            objectName: "runCancelButton"
+            text: qsTr("Cancel")
+            DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
+        }
     }
     header: Label {
         text: dialog.title
@@ -83,6 +83,11 @@ Dialog {
             font.pixelSize: Theme.monoFontSize + 1
             selectByMouse: true
             onAccepted: if (dialog.acceptable) dialog.accept()
+            // Each opening starts here, the last command selected, ready to be typed over.
+            Connections {
+                target: dialog
+                function onAboutToShow() { commandField.forceActiveFocus(); commandField.selectAll() }
+            }
         }
         Label { text: qsTr("Session"); color: Theme.textDim }
         TextField {

@@ -3,23 +3,16 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import Procwindow
 
 // The main window: the session tree, and an overview of the selected scope.
 // Right-click a session or an agent → Processes… opens a ProcWindow on it.
+// What it shows and decides is its MainWindowModel's.
 ThemedWindow {
     id: root
 
-    required property var sessionModel
-    required property var activeScope
-    required property var controller
-    // The overview table: a ProcModel the window keeps on the active scope.
-    required property var overviewModel
-    // The application: openProcWindow(session, agent) -> window.
-    required property var workspace
-
-    // The scope the context menu acts on (the node that was right-clicked).
-    property string menuSession
-    property string menuAgent
+    required property MainWindowModel viewModel
+    readonly property ActiveScope activeScope: viewModel.activeScope
 
     width: 1100
     height: 680
@@ -28,64 +21,30 @@ ThemedWindow {
     visible: true
     title: "procwindow"
 
-    function openProcesses(session: string, agent: string): var {
-        if (session.length === 0)
-            return null
-        return workspace.openProcWindow(session, agent)
-    }
-    function openScopeMenu(session: string, agent: string, position: point) {
-        if (session.length === 0)
-            return
-        menuSession = session
-        menuAgent = agent
-        scopeMenu.popup(tree, position.x, position.y)
-    }
-    function openRunDialog() {
-        runDialog.openFor(activeScope.session.length > 0 ? activeScope.session : "default",
-                          activeScope.agent)
-    }
-    function showMessage(message: string, isError: bool) {
-        statusText.text = message
-        statusText.isError = isError
-        statusTimer.restart()
-    }
-
+    onClosing: root.viewModel.quit()
 
     Connections {
-        target: root.controller
-        function onError(message: string) { root.showMessage(message, true) }
-        function onStarted(procId: int) { root.showMessage(qsTr("Started process %1").arg(procId), false) }
+        target: root.viewModel
+        function onRunDialogRequested() { runDialog.open() }
     }
     Connections {
-        target: root.activeScope
-        function onChanged() {
-            root.overviewModel.setScope(root.activeScope.session, root.activeScope.agent)
-            Qt.callLater(root.syncTreeToScope)
-        }
+        target: root.viewModel.treeSelection
+        function onScopeShown(index) { tree.view.expandToIndex(index); tree.view.positionViewAtIndex(index, TableView.Contain) }
     }
-    function syncTreeToScope() {
-        if (activeScope.session !== tree.currentSession || activeScope.agent !== tree.currentAgent)
-            tree.selectScope(activeScope.session, activeScope.agent)
-    }
-    Component.onCompleted: {
-        overviewModel.setScope(activeScope.session, activeScope.agent)
-        Qt.callLater(syncTreeToScope)
-    }
-    onClosing: workspace.quit()
 
     // -- keyboard ----------------------------------------------------------------------
 
     Shortcut {
         sequences: ["Menu", "Shift+F10"]
-        onActivated: root.openScopeMenu(tree.currentSession, tree.currentAgent, tree.currentNodePosition())
+        onActivated: tree.menuRequested()
     }
     Shortcut {
         sequence: "Ctrl+O"
-        onActivated: root.openProcesses(root.activeScope.session, root.activeScope.agent)
+        onActivated: root.viewModel.openProcesses(root.activeScope.session, root.activeScope.agent)
     }
     Shortcut {
         sequence: "Ctrl+N"
-        onActivated: root.openRunDialog()
+        onActivated: root.viewModel.requestRun(root.activeScope.session, root.activeScope.agent)
     }
 
     // -- layout ------------------------------------------------------------------------
@@ -113,7 +72,7 @@ ThemedWindow {
                 iconName: "run"
                 tip: qsTr("Run a command in the selected scope")
                 shortcutText: "Ctrl+N"
-                onClicked: root.openRunDialog()
+                onClicked: root.viewModel.requestRun(root.activeScope.session, root.activeScope.agent)
             }
             ToolbarButton {
                 objectName: "processesButton"
@@ -121,16 +80,16 @@ ThemedWindow {
                 iconName: "processes"
                 tip: qsTr("Open the processes of the selected scope")
                 shortcutText: "Ctrl+O"
-                enabled: root.activeScope.session.length > 0
-                onClicked: root.openProcesses(root.activeScope.session, root.activeScope.agent)
+                enabled: root.viewModel.hasScope
+                onClicked: root.viewModel.openProcesses(root.activeScope.session, root.activeScope.agent)
             }
             ToolbarButton {
                 objectName: "terminateAllButton"
                 text: qsTr("Terminate all")
                 iconName: "term"
                 tip: qsTr("Terminate every process of the selected scope")
-                enabled: root.activeScope.session.length > 0
-                onClicked: root.controller.termAll(root.activeScope.session, root.activeScope.agent)
+                enabled: root.viewModel.hasScope
+                onClicked: root.viewModel.controller.termAll(root.activeScope.session, root.activeScope.agent)
             }
             Item { Layout.fillWidth: true }
         }
@@ -179,10 +138,10 @@ ThemedWindow {
                 Layout.fillWidth: true
                 Layout.fillHeight: true
                 focus: true
-                sessionModel: root.sessionModel
-                onScopeSelected: (session, agent) => root.activeScope.setScope(session, agent)
-                onContextMenuRequested: (session, agent, position) => root.openScopeMenu(session, agent, position)
-                onActivated: (session, agent) => root.openProcesses(session, agent)
+                sessionModel: root.viewModel.sessionModel
+                selection: root.viewModel.treeSelection
+                onContextMenuRequested: (session, agent, position) => { root.viewModel.setMenuScope(session, agent); scopeMenu.popup(tree, position.x, position.y) }
+                onActivated: (session, agent) => root.viewModel.openProcesses(session, agent)
             }
         }
 
@@ -206,10 +165,7 @@ ThemedWindow {
 
                     Text {
                         objectName: "overviewTitle"
-                        text: root.activeScope.session.length === 0 ? qsTr("No scope selected")
-                              : root.activeScope.agent.length > 0
-                                ? root.activeScope.session + " / " + root.activeScope.agent
-                                : root.activeScope.session
+                        text: root.viewModel.overviewTitle
                         color: Theme.text
                         font.pixelSize: Theme.fontSize + 5
                         font.weight: Font.DemiBold
@@ -217,12 +173,8 @@ ThemedWindow {
                         Layout.fillWidth: true
                     }
                     Text {
-                        text: root.activeScope.session.length === 0
-                              ? qsTr("Select a session or an agent on the left.")
-                              : (root.overviewModel.count === 1 ? qsTr("1 process")
-                                 : qsTr("%1 processes").arg(root.overviewModel.count))
-                                + (root.activeScope.agent.length > 0 ? "" : qsTr(" across all agents"))
-                                + qsTr("  ·  right-click for Processes…  ·  double-click a row to stream it")
+                        objectName: "overviewSummary"
+                        text: root.viewModel.overviewSummary
                         color: Theme.textFaint
                         font.pixelSize: Theme.smallFontSize + 1
                         elide: Text.ElideRight
@@ -240,14 +192,10 @@ ThemedWindow {
                 objectName: "overviewTable"
                 Layout.fillWidth: true
                 Layout.fillHeight: true
-                procModel: root.overviewModel
+                procModel: root.viewModel.overviewModel
                 showActions: false
                 onSelected: procId => overview.currentProcId = procId
-                onStreamRequested: procId => {
-                    const window = root.openProcesses(root.activeScope.session, root.activeScope.agent)
-                    if (window)
-                        window.stream(procId)
-                }
+                onStreamRequested: procId => root.viewModel.streamInWindow(procId)
             }
         }
     }
@@ -265,18 +213,12 @@ ThemedWindow {
             anchors.leftMargin: Theme.spacing + 6
             anchors.rightMargin: Theme.spacing + 6
             Text {
-                id: statusText
                 objectName: "statusText"
-                property bool isError: false
                 Layout.fillWidth: true
-                color: isError ? Theme.danger : Theme.textFaint
+                text: root.viewModel.statusText
+                color: root.viewModel.statusError ? Theme.danger : Theme.textFaint
                 font.pixelSize: Theme.smallFontSize + 1
                 elide: Text.ElideRight
-                Timer {
-                    id: statusTimer
-                    interval: 8000
-                    onTriggered: statusText.text = ""
-                }
             }
             Text {
                 text: qsTr("Ctrl+N run  ·  Ctrl+O processes  ·  Shift+F10 menu")
@@ -304,14 +246,14 @@ ThemedWindow {
             text: qsTr("Processes…")
             iconName: "processes"
             shortcutText: "Ctrl+O"
-            onTriggered: root.openProcesses(root.menuSession, root.menuAgent)
+            onTriggered: root.viewModel.openProcesses(root.viewModel.menuSession, root.viewModel.menuAgent)
         }
         MenuEntry {
             objectName: "runMenuItem"
             text: qsTr("Run…")
             iconName: "run"
             shortcutText: "Ctrl+N"
-            onTriggered: runDialog.openFor(root.menuSession, root.menuAgent)
+            onTriggered: root.viewModel.requestRun(root.viewModel.menuSession, root.viewModel.menuAgent)
         }
         MenuSeparator {
             contentItem: Rectangle {
@@ -323,13 +265,15 @@ ThemedWindow {
             objectName: "terminateAllMenuItem"
             text: qsTr("Terminate all")
             iconName: "term"
-            onTriggered: root.controller.termAll(root.menuSession, root.menuAgent)
+            onTriggered: root.viewModel.controller.termAll(root.viewModel.menuSession, root.viewModel.menuAgent)
         }
     }
 
     RunDialog {
         id: runDialog
         parent: Overlay.overlay
-        onRunRequested: (session, agent, commandLine, cwd) => root.controller.run(session, agent, commandLine, cwd)
+        session: root.viewModel.runSession
+        agent: root.viewModel.runAgent
+        onRunRequested: (session, agent, commandLine, cwd) => root.viewModel.controller.run(session, agent, commandLine, cwd)
     }
 }

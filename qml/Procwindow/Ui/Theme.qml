@@ -59,15 +59,8 @@ QtObject {
     readonly property int iconSize: 16
     readonly property int buttonSize: 26
 
-    // Status colours come from the model; lift them for text on this dark surface.
-    function statusTint(base: color): color {
-        return Qt.hsla(Math.max(0, base.hslHue), Math.min(1, base.hslSaturation * 0.85),
-                       Math.max(base.hslLightness, 0.62), 1)
-    }
-
-    // A resource (an icon) by name: resources/icons/<name>.svg.
-    property url iconRoot: Qt.resolvedUrl("../resources/icons/")
-    function icon(name: string): url {
-        return iconRoot + name + ".svg"
-    }
+    // A resource (an icon) by name: resources/icons/<name>.svg. The module lives in
+    // qml/Procwindow/Ui/, three levels below the directory that holds resources/.
+    readonly property url iconRoot: Qt.resolvedUrl("../../../resources/icons/")
+    function icon(name: string): url { return iconRoot + name + ".svg" }
 }

@@ -2,13 +2,16 @@ pragma ComponentBehavior: Bound
 
 import QtQuick
 import QtQuick.Controls
+import Procwindow
 
 // The output filter: a text field with regex and case toggles and a match count.
-// It writes the OutputModel's filter properties; the model does the filtering.
+// It shows and writes the OutputModel's filter properties; the model does the filtering.
 TextField {
     id: field
 
-    required property var outputModel
+    required property OutputModel outputModel
+    // "8 matches", "invalid": the page's view-model says.
+    property string matchText
     property string shortcutText: "Ctrl+F"
     readonly property bool invalid: outputModel.filterError.length > 0
     readonly property string toolTipText: qsTr("Filter lines") + "  ·  " + shortcutText + qsTr(", Esc clears")
@@ -26,15 +29,9 @@ TextField {
     selectByMouse: true
     hoverEnabled: true
 
-    onTextChanged: outputModel.filterText = text
-    Keys.onEscapePressed: event => {
-        if (text.length > 0) {
-            clear()
-            event.accepted = true
-        } else {
-            event.accepted = false
-        }
-    }
+    // Two-way: typing sets the model's filter, and a filter cleared elsewhere (Esc) empties the field.
+    text: outputModel.filterText
+    onTextEdited: outputModel.filterText = text
 
     ToolTip.visible: hovered && !activeFocus || (invalid && activeFocus)
     ToolTip.delay: invalid ? 0 : 600
@@ -73,8 +70,7 @@ TextField {
             anchors.verticalCenter: parent.verticalCenter
             visible: field.text.length > 0
             rightPadding: 4
-            text: field.invalid ? qsTr("invalid") : field.outputModel.matchCount === 1 ? qsTr("1 match")
-                  : qsTr("%1 matches").arg(field.outputModel.matchCount)
+            text: field.matchText
             color: field.invalid ? Theme.danger : field.outputModel.matchCount > 0 ? Theme.textDim : Theme.warning
             font.pixelSize: Theme.smallFontSize
         }

@@ -1,0 +1,339 @@
+pragma ComponentBehavior: Bound
+
+import QtQuick
+import QtQuick.Controls
+import Qt.labs.qmlmodels
+import Procwindow
+
+// The process table: a header and one row per process, newest first.
+// It shows a ProcModel and emits what the person asked for; the page that holds
+// it decides what happens (the KDE table/page split). Each column has its own
+// cell, which reads only the roles it shows.
+FocusScope {
+    id: table
+
+    required property ProcModel procModel
+    // The proc the keyboard acts on (a row highlight), and the one streaming output.
+    property int currentProcId: -1
+    property int streamingProcId: -1
+    // The main window's overview hides the action buttons.
+    property bool showActions: true
+    // Shortcut texts for the tooltips of the row buttons (the page owns the shortcuts).
+    property string streamShortcut: "Enter"
+    property string termShortcut: "Ctrl+T"
+    property string killShortcut: "Ctrl+K"
+    property string dismissShortcut: "Del"
+    readonly property alias view: view
+
+    signal selected(int procId)
+    signal streamRequested(int procId)
+    signal termRequested(int procId)
+    signal killRequested(int procId)
+    signal dismissRequested(int procId)
+    signal restartRequested(int procId)
+
+    ProcTableStyle {
+        id: style
+        columnNames: table.procModel.columnNames
+        viewWidth: view.width
+        actionsWidth: table.showActions ? 5 * Theme.buttonSize + 4 * 2 + 2 * Theme.spacing : 0
+        onColumnWidthsChanged: view.forceLayout()
+    }
+
+    Rectangle {
+        anchors.fill: parent
+        color: Theme.window
+    }
+
+    HorizontalHeaderView {
+        id: header
+        objectName: "procTableHeader"
+        anchors.left: parent.left
+        anchors.right: parent.right
+        anchors.top: parent.top
+        syncView: view
+        clip: true
+        interactive: false
+        resizableColumns: false
+        boundsBehavior: Flickable.StopAtBounds
+
+        delegate: Rectangle {
+            id: headerCell
+            required property string display
+            required property int column
+            readonly property string key: style.columnNames[column] ?? ""
+
+            implicitHeight: 28
+            color: Theme.header
+
+            Text {
+                anchors.fill: parent
+                anchors.leftMargin: headerCell.key === "actions" ? Theme.spacing + 2 : Theme.spacing + 4
+                anchors.rightMargin: Theme.spacing
+                verticalAlignment: Text.AlignVCenter
+                horizontalAlignment: headerCell.key === "runtime" ? Text.AlignRight : Text.AlignLeft
+                text: headerCell.display
+                color: Theme.textDim
+                font.pixelSize: Theme.smallFontSize
+                font.weight: Font.DemiBold
+                font.capitalization: Font.AllUppercase
+                font.letterSpacing: 0.6
+                elide: Text.ElideRight
+            }
+            Rectangle {
+                anchors.bottom: parent.bottom
+                width: parent.width
+                height: 1
+                color: Theme.border
+            }
+        }
+    }
+
+    // What every cell of a row has: the row's highlight, the pointer, a divider.
+    component Cell: Rectangle {
+        id: cell
+
+        required property int row
+        required property int procId
+        default property alias content: inner.data
+        readonly property bool isStreaming: procId === table.streamingProcId
+
+        implicitHeight: Theme.rowHeight
+        color: procId === table.currentProcId ? (table.activeFocus || Window.active ? Theme.selection : Theme.selectionInactive)
+             : view.hoveredRow === row ? Theme.hover
+             : "transparent"
+
+        HoverHandler {
+            onHoveredChanged: view.hoveredRow = hovered ? cell.row : view.hoveredRow === cell.row ? -1 : view.hoveredRow
+        }
+        TapHandler {
+            acceptedButtons: Qt.LeftButton
+            onTapped: table.selected(cell.procId)
+            onDoubleTapped: table.streamRequested(cell.procId)
+        }
+        Item {
+            id: inner
+            anchors.fill: parent
+            anchors.leftMargin: Theme.spacing + 4
+            anchors.rightMargin: Theme.spacing
+        }
+        Rectangle {
+            anchors.bottom: parent.bottom
+            width: parent.width
+            height: 1
+            color: Theme.divider
+        }
+    }
+
+    component TextCell: Cell {
+        id: textCell
+        required property string display
+        property bool mono: false
+        property color textColor: Theme.textDim
+        property int alignment: Text.AlignLeft
+
+        Text {
+            anchors.fill: parent
+            text: textCell.display
+            color: textCell.textColor
+            font.family: textCell.mono ? Theme.monoFamily : Theme.uiFamily
+            font.pixelSize: textCell.mono ? Theme.monoFontSize : Theme.fontSize
+            horizontalAlignment: textCell.alignment
+            verticalAlignment: Text.AlignVCenter
+            elide: Text.ElideRight
+        }
+    }
+
+    TableView {
+        id: view
+        objectName: "procTableView"
+        anchors.left: parent.left
+        anchors.right: parent.right
+        anchors.top: header.bottom
+        anchors.bottom: parent.bottom
+        clip: true
+        model: table.procModel
+        boundsBehavior: Flickable.StopAtBounds
+        acceptedButtons: Qt.NoButton
+        columnSpacing: 0
+        rowSpacing: 0
+        columnWidthProvider: column => style.columnWidths[column] ?? 0
+        // Rows are few and change state in place: fresh delegates keep no stale state.
+        reuseItems: false
+        property int hoveredRow: -1
+
+        // The model refreshes runtimes only for the rows on screen.
+        function reportVisibleRows() { table.procModel.setVisibleRows(topRow, bottomRow) }
+        onTopRowChanged: Qt.callLater(reportVisibleRows)
+        onBottomRowChanged: Qt.callLater(reportVisibleRows)
+
+        ScrollBar.vertical: ScrollBar { policy: ScrollBar.AsNeeded }
+
+        delegate: DelegateChooser {
+            role: "columnName"
+
+            DelegateChoice {
+                roleValue: "pid"
+                TextCell {
+                    id: pidCell
+                    mono: true
+                    textColor: Theme.text
+                    // The streaming row carries an accent bar on its left edge.
+                    Rectangle {
+                        visible: pidCell.isStreaming
+                        x: -Theme.spacing - 4
+                        width: 2
+                        height: parent.height
+                        color: Theme.accent
+                    }
+                }
+            }
+            DelegateChoice {
+                roleValue: "agent"
+                TextCell {}
+            }
+            DelegateChoice {
+                roleValue: "runtime"
+                TextCell {
+                    mono: true
+                    alignment: Text.AlignRight
+                }
+            }
+            DelegateChoice {
+                roleValue: "tool"
+                Cell {
+                    id: toolCell
+                    required property string tool
+                    required property string command
+
+                    Row {
+                        anchors.fill: parent
+                        spacing: Theme.spacing
+                        clip: true
+                        Text {
+                            id: toolName
+                            height: parent.height
+                            text: toolCell.tool
+                            color: Theme.text
+                            font.pixelSize: Theme.fontSize
+                            verticalAlignment: Text.AlignVCenter
+                        }
+                        Text {
+                            height: parent.height
+                            width: parent.width - toolName.width - parent.spacing
+                            text: toolCell.command
+                            color: Theme.textFaint
+                            font.family: Theme.monoFamily
+                            font.pixelSize: Theme.monoFontSize
+                            verticalAlignment: Text.AlignVCenter
+                            elide: Text.ElideRight
+                        }
+                    }
+                }
+            }
+            DelegateChoice {
+                roleValue: "status"
+                Cell {
+                    id: statusCell
+                    required property string statusText
+                    required property color statusColor
+                    required property string exitReason
+                    required property int exitCode
+                    readonly property color tint: style.statusColor(statusColor)
+
+                    Item {
+                        anchors.fill: parent
+                        HoverHandler { id: statusHover }
+                        ToolTip.visible: statusHover.hovered && statusCell.exitReason.length > 0
+                        ToolTip.delay: 500
+                        ToolTip.text: qsTr("exit code %1 · reason %2").arg(statusCell.exitCode).arg(statusCell.exitReason)
+
+                        Rectangle {
+                            anchors.verticalCenter: parent.verticalCenter
+                            width: 8
+                            height: 8
+                            radius: 4
+                            color: statusCell.tint
+                        }
+                        Text {
+                            objectName: "statusText-" + statusCell.procId
+                            x: 15
+                            width: parent.width - x
+                            height: parent.height
+                            text: statusCell.statusText
+                            color: statusCell.tint
+                            font.pixelSize: Theme.fontSize
+                            verticalAlignment: Text.AlignVCenter
+                            elide: Text.ElideRight
+                        }
+                    }
+                }
+            }
+            DelegateChoice {
+                roleValue: "actions"
+                Cell {
+                    id: actionsCell
+                    required property bool canTerm
+                    required property bool canKill
+                    required property bool canDismiss
+                    required property bool canRestart
+
+                    Row {
+                        anchors.verticalCenter: parent.verticalCenter
+                        spacing: 2
+                        IconButton {
+                            objectName: "streamButton-" + actionsCell.procId
+                            iconName: "stream"
+                            tip: actionsCell.isStreaming ? qsTr("Streaming") : qsTr("Stream output")
+                            shortcutText: table.streamShortcut
+                            iconColor: actionsCell.isStreaming ? Theme.accent : Theme.textDim
+                            onClicked: table.streamRequested(actionsCell.procId)
+                        }
+                        IconButton {
+                            objectName: "termButton-" + actionsCell.procId
+                            iconName: "term"
+                            tip: qsTr("Terminate (SIGTERM, then SIGKILL)")
+                            shortcutText: table.termShortcut
+                            enabled: actionsCell.canTerm
+                            destructive: true
+                            onClicked: table.termRequested(actionsCell.procId)
+                        }
+                        IconButton {
+                            objectName: "killButton-" + actionsCell.procId
+                            iconName: "kill"
+                            tip: qsTr("Kill (SIGKILL)")
+                            shortcutText: table.killShortcut
+                            enabled: actionsCell.canKill
+                            destructive: true
+                            onClicked: table.killRequested(actionsCell.procId)
+                        }
+                        IconButton {
+                            objectName: "restartButton-" + actionsCell.procId
+                            iconName: "restart"
+                            tip: qsTr("Restart")
+                            enabled: actionsCell.canRestart
+                            onClicked: table.restartRequested(actionsCell.procId)
+                        }
+                        IconButton {
+                            objectName: "dismissButton-" + actionsCell.procId
+                            iconName: "dismiss"
+                            tip: qsTr("Dismiss")
+                            shortcutText: table.dismissShortcut
+                            enabled: actionsCell.canDismiss
+                            onClicked: table.dismissRequested(actionsCell.procId)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    Text {
+        objectName: "procTableEmpty"
+        anchors.centerIn: view
+        visible: view.rows === 0
+        text: qsTr("No processes in this scope")
+        color: Theme.textFaint
+        font.pixelSize: Theme.fontSize
+    }
+}

@@ -1,0 +1,185 @@
+pragma ComponentBehavior: Bound
+
+import QtQuick
+import QtQuick.Controls
+import QtQuick.Layouts
+import Procwindow
+
+// The processes of one scope: a table (PID · Tool · Status · Runtime · Actions)
+// over a live output pane. Unpinned, it follows the main window's active scope;
+// pinned, it stays on its own. What it shows and decides is its ProcWindowModel's.
+ThemedWindow {
+    id: root
+
+    required property ProcWindowModel viewModel
+    // The window's models, for the program that opened it: window.property("outputModel").
+    // Typed QtObject, not ProcModel/OutputModel: PySide's QObject.property() converts a
+    // QObject*, and has no converter for a pointer to a type registered from Python.
+    readonly property QtObject procModel: viewModel.procModel
+    readonly property QtObject outputModel: viewModel.outputModel
+
+    // Emitted when the window has been closed: its owner releases it.
+    signal finished()
+
+    width: 1040
+    height: 680
+    minimumWidth: 720
+    minimumHeight: 420
+    title: viewModel.procModel.title
+
+    // The window opens on the first process of its scope, streaming.
+    Component.onCompleted: root.viewModel.settleSelection()
+    onClosing: root.finished()
+
+    Connections {
+        target: root.viewModel
+        function onRevealRow(row: int) { table.view.positionViewAtRow(row, TableView.Contain) }
+        function onLiveRequested() { output.jumpToLive() }
+    }
+
+    // -- keyboard ----------------------------------------------------------------------
+
+    Shortcut { sequence: "Up"; onActivated: root.viewModel.moveSelection(-1) }
+    Shortcut { sequence: "Down"; onActivated: root.viewModel.moveSelection(1) }
+    Shortcut { sequences: ["Return", "Enter"]; onActivated: root.viewModel.stream(root.viewModel.currentProcId) }
+    Shortcut { sequence: "Delete"; onActivated: root.viewModel.dismissCurrent() }
+    Shortcut { sequence: "Ctrl+T"; onActivated: root.viewModel.termCurrent() }
+    Shortcut { sequence: "Ctrl+K"; onActivated: root.viewModel.killCurrent() }
+    Shortcut { sequence: "Ctrl+P"; enabled: root.viewModel.canFollow; onActivated: root.viewModel.pinned = !root.viewModel.pinned }
+    Shortcut { sequence: "Ctrl+F"; onActivated: output.focusFilter() }
+    Shortcut { sequence: "Esc"; onActivated: root.viewModel.clearFilterAndSelection() }
+    Shortcut { sequence: "Ctrl+C"; onActivated: root.viewModel.copySelection() }
+    Shortcut { sequence: "Ctrl+Shift+C"; onActivated: root.viewModel.copyAll() }
+    Shortcut { sequence: "End"; onActivated: output.jumpToLive() }
+
+    // -- layout ------------------------------------------------------------------------
+
+    header: Rectangle {
+        implicitHeight: Theme.barHeight + 6
+        color: Theme.header
+
+        RowLayout {
+            anchors.fill: parent
+            anchors.leftMargin: Theme.spacing + 6
+            anchors.rightMargin: Theme.spacing
+            spacing: Theme.spacing
+
+            Image {
+                source: Theme.icon("processes")
+                sourceSize.width: 32
+                sourceSize.height: 32
+                Layout.preferredWidth: 16
+                Layout.preferredHeight: 16
+                opacity: 0.7
+            }
+            Text {
+                objectName: "windowTitle"
+                text: qsTr("Processes")
+                color: Theme.text
+                font.pixelSize: Theme.fontSize + 1
+                font.weight: Font.DemiBold
+            }
+            Text {
+                objectName: "scopeText"
+                text: root.viewModel.scopeText
+                color: Theme.textDim
+                font.pixelSize: Theme.fontSize + 1
+                elide: Text.ElideRight
+                Layout.fillWidth: true
+            }
+            Text {
+                objectName: "pinStateText"
+                visible: root.viewModel.canFollow
+                text: root.viewModel.pinned ? qsTr("pinned") : qsTr("follows selection")
+                color: root.viewModel.pinned ? Theme.accent : Theme.textFaint
+                font.pixelSize: Theme.smallFontSize
+            }
+            IconButton {
+                objectName: "pinButton"
+                visible: root.viewModel.canFollow
+                checkable: true
+                checked: root.viewModel.pinned
+                iconName: root.viewModel.pinned ? "pin" : "pin-off"
+                tip: root.viewModel.pinned ? qsTr("Unpin: follow the selected session") : qsTr("Pin to this scope")
+                shortcutText: "Ctrl+P"
+                onToggled: root.viewModel.pinned = checked
+            }
+            IconButton {
+                objectName: "closeButton"
+                iconName: "close"
+                tip: qsTr("Close")
+                onClicked: root.close()
+            }
+        }
+        Rectangle {
+            anchors.bottom: parent.bottom
+            width: parent.width
+            height: 1
+            color: Theme.border
+        }
+    }
+
+    // Messages (errors from the controller, "copied") slide over the top of the content.
+    Rectangle {
+        id: banner
+        objectName: "banner"
+        z: 10
+        visible: root.viewModel.bannerVisible
+        anchors.horizontalCenter: parent.horizontalCenter
+        y: Theme.spacing
+        width: Math.min(parent.width - 4 * Theme.spacing, bannerRow.implicitWidth + 2 * Theme.spacing)
+        height: 30
+        radius: Theme.radius
+        color: root.viewModel.bannerError ? "#4a2529" : "#243a2a"
+        border.color: root.viewModel.bannerError ? Theme.danger : Theme.success
+
+        Row {
+            id: bannerRow
+            anchors.centerIn: parent
+            spacing: Theme.spacing
+            Text {
+                objectName: "bannerText"
+                text: root.viewModel.bannerText
+                color: Theme.text
+                font.pixelSize: Theme.fontSize
+                anchors.verticalCenter: parent.verticalCenter
+            }
+        }
+        TapHandler { onTapped: root.viewModel.hideBanner() }
+    }
+
+    SplitView {
+        anchors.fill: parent
+        orientation: Qt.Vertical
+
+        handle: Rectangle {
+            implicitHeight: 5
+            color: SplitHandle.hovered || SplitHandle.pressed ? Theme.accentSoft : Theme.border
+        }
+
+        ProcTable {
+            id: table
+            objectName: "procTable"
+            procModel: root.viewModel.procModel
+            currentProcId: root.viewModel.currentProcId
+            streamingProcId: root.viewModel.streamingProcId
+            SplitView.preferredHeight: Math.max(150, root.height * 0.36)
+            SplitView.minimumHeight: 96
+
+            onSelected: procId => root.viewModel.currentProcId = procId
+            onStreamRequested: procId => root.viewModel.stream(procId)
+            onTermRequested: procId => root.viewModel.term(procId)
+            onKillRequested: procId => root.viewModel.kill(procId)
+            onDismissRequested: procId => root.viewModel.controller.dismiss(procId)
+            onRestartRequested: procId => root.viewModel.controller.restart(procId)
+        }
+
+        OutputPane {
+            id: output
+            objectName: "outputPane"
+            viewModel: root.viewModel
+            SplitView.fillHeight: true
+            SplitView.minimumHeight: 140
+        }
+    }
+}
