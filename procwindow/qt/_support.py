@@ -28,6 +28,7 @@ __all__ = [
     "plural",
     "qt_property",
     "resolve_supervisor",
+    "scope_properties",
     "set_default_supervisor",
     "set_stored",
     "stored_property",
@@ -90,6 +91,28 @@ def stored_property(
     if writable:
         return Property(type_, fget, fset, notify=notify)  # type: ignore[arg-type]
     return Property(type_, fget, notify=notify)  # type: ignore[arg-type]
+
+
+def scope_properties(session_changed: Signal, agent_changed: Signal) -> tuple[str, str]:
+    """The ``session`` and ``agent`` Qt properties of an object with a scope.
+
+    They read ``self._session`` and ``self._agent``; setting one calls
+    ``self.setScope(session, agent)`` with the other unchanged, so that a class
+    has one place where its scope changes::
+
+        session, agent = scope_properties(sessionChanged, agentChanged)
+    """
+
+    def set_session(self: Any, session: str) -> None:
+        self.setScope(session, self._agent)
+
+    def set_agent(self: Any, agent: str) -> None:
+        self.setScope(self._session, agent)
+
+    session = Property(str, lambda self: self._session, set_session, notify=session_changed)
+    agent = Property(str, lambda self: self._agent, set_agent, notify=agent_changed)
+    # Typed as the values they hold, for Python callers (see qt_property).
+    return cast(str, session), cast(str, agent)
 
 
 def set_stored(obj: Any, attr: str, value: object, notify: Signal) -> bool:

@@ -21,7 +21,13 @@ from PySide6.QtQml import QmlElement
 
 from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, Supervisor, rules
 
-from ._support import current_loop, format_bytes, qt_property, resolve_supervisor
+from ._support import (
+    current_loop,
+    format_bytes,
+    qt_property,
+    resolve_supervisor,
+    scope_properties,
+)
 
 __all__ = ["DEFAULT_AGENT", "NO_PROC", "RUN_TOOL", "ActiveScope", "ProcController", "StatsSampler"]
 
@@ -191,22 +197,8 @@ class ActiveScope(QObject):
         self._session = ""
         self._agent = ""
 
-    def _get_session(self) -> str:
-        return self._session
-
-    def _set_session(self, session: str) -> None:
-        self.setScope(session, self._agent)
-
-    def _get_agent(self) -> str:
-        return self._agent
-
-    def _set_agent(self, agent: str) -> None:
-        self.setScope(self._session, agent)
-
-    session = qt_property(str, _get_session, _set_session, notify=sessionChanged)
-    """The selected session ("" for none)."""
-    agent = qt_property(str, _get_agent, _set_agent, notify=agentChanged)
-    """The selected agent ("" for the whole session)."""
+    session, agent = scope_properties(sessionChanged, agentChanged)
+    """The selected ``session`` ("" for none) and ``agent`` ("" for the whole session)."""
 
     @Slot(str, str)
     def setScope(self, session: str, agent: str) -> None:

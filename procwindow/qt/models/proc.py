@@ -22,7 +22,14 @@ from procwindow.core import (
 )
 from procwindow.core.rules import check_scope_name, scope_pattern
 
-from .._support import EventPump, Lifeline, empty_data, qt_property, resolve_supervisor
+from .._support import (
+    EventPump,
+    Lifeline,
+    empty_data,
+    qt_property,
+    resolve_supervisor,
+    scope_properties,
+)
 from .format import status_color, status_text, time_text
 from .roles import (
     AGENT_COLUMNS,
@@ -163,18 +170,6 @@ class ProcModel(QAbstractTableModel):
 
     # -- scope -----------------------------------------------------------------
 
-    def _get_session(self) -> str:
-        return self._session
-
-    def _set_session(self, session: str) -> None:
-        self.setScope(session, self._agent)
-
-    def _get_agent(self) -> str:
-        return self._agent
-
-    def _set_agent(self, agent: str) -> None:
-        self.setScope(self._session, agent)
-
     def _get_count(self) -> int:
         return len(self._rows)
 
@@ -188,10 +183,8 @@ class ProcModel(QAbstractTableModel):
     def _get_column_names(self) -> list[str]:
         return [c.value for c in self._columns]
 
-    session = qt_property(str, _get_session, _set_session, notify=sessionChanged)
-    """The session shown ("" for none)."""
-    agent = qt_property(str, _get_agent, _set_agent, notify=agentChanged)
-    """The agent shown ("" for every agent of the session)."""
+    session, agent = scope_properties(sessionChanged, agentChanged)
+    """The ``session`` shown ("" for none) and ``agent`` ("" for every agent of it)."""
     count = qt_property(int, _get_count, notify=countChanged)
     """The number of rows."""
     title = qt_property(str, _get_title, notify=titleChanged)
