@@ -40,8 +40,10 @@ QML_IMPORT_MAJOR_VERSION = 1
 BANNER_MS = (2000, 6000)
 #: Widths of the process table's fixed columns (px); ``actions`` is the table's to say.
 COLUMN_WIDTHS = {"pid": 64, "agent": 104, "status": 190, "runtime": 88}
-#: The narrowest the other columns (``tool``) get; they share what is left.
-MIN_FLEXIBLE_WIDTH = 180.0
+#: The narrowest the other columns (``tool``) get; they share what is left. Small
+#: enough that every column fits a window at its minimum width (720 px): the
+#: command elides rather than push the actions out of sight.
+MIN_FLEXIBLE_WIDTH = 100.0
 #: What a gauge reads while nothing is sampled.
 NO_VALUE = "–"
 

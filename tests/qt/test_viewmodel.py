@@ -335,7 +335,9 @@ def test_following_the_tail(sup: Supervisor, qrun: QRun, open_window, qtbot: QtB
 def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
     names = ["pid", "agent", "tool", "status", "runtime", "actions"]
     assert column_widths(names, 1000, 154) == [64, 104, 400, 190, 88, 154]
-    assert column_widths(names, 500, 154) == [64, 104, 180, 190, 88, 154]  # tool's minimum
+    assert column_widths(names, 500, 154) == [64, 104, 100, 190, 88, 154]  # tool's minimum
+    # At the windows' minimum width (720 px) every column, the actions too, fits.
+    assert sum(column_widths(names, 720, 154)) <= 720
     assert column_widths(names[:-1], 1000, 0) == [64, 104, 554, 190, 88]
 
     style = ProcTableStyle()
