@@ -43,7 +43,12 @@ from PySide6.QtWidgets import QApplication
 
 from procwindow import cli
 from procwindow._paths import resources_dir
-from procwindow.control import ControlServer, default_socket_path, load_workspace
+from procwindow.control import (
+    DEFAULT_SERVER_NAME,
+    ControlServer,
+    default_socket_path,
+    load_workspace,
+)
 from procwindow.control import Workspace as WorkspaceFile
 from procwindow.core import ProcwindowError, Supervisor
 from procwindow.core.rules import (
@@ -125,7 +130,11 @@ def run(args: argparse.Namespace) -> int:
     elif getattr(args, "socket", None):
         socket_path = str(args.socket)
     else:
-        name = getattr(args, "name", None) or (workspace.name if workspace else None) or "default"
+        name = (
+            getattr(args, "name", None)
+            or (workspace.name if workspace else None)
+            or DEFAULT_SERVER_NAME
+        )
         try:
             socket_path = default_socket_path(name)
         except ProcwindowError as exc:

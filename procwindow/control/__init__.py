@@ -6,12 +6,13 @@ No Qt here: ``procwindow serve`` runs all of it headless.
 from __future__ import annotations
 
 from ._protocol import MAX_REQUEST, PROTOCOL_VERSION, ProtocolError
-from ._sockdir import SocketDirError, default_socket_path, socket_dir
+from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, default_socket_path, socket_dir
 from .client import CannotConnect, Client, ServerError
 from .server import ControlServer
 from .workspace import Workspace, WorkspaceError, load_workspace
 
 __all__ = [
+    "DEFAULT_SERVER_NAME",
     "MAX_REQUEST",
     "PROTOCOL_VERSION",
     "CannotConnect",
