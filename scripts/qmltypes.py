@@ -13,7 +13,9 @@ the types come from Python, and a ``qmldir`` for ``Procwindow`` on the engine's
 import path would stand in their way, so it lives outside ``qml/Procwindow/``.
 
     scripts/qmltypes            rewrite the file
-    scripts/qmltypes --check    exit 1 if the file differs from what would be written
+    scripts/qmltypes --check    exit 1 if the file is stale: it differs from what
+                                would be written (or, written by another PySide6
+                                release, says something else; see is_current)
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+import PySide6  # noqa: E402
 from PySide6.QtCore import QMetaMethod, QMetaObject, QObject  # noqa: E402
 
 #: The module the types are registered in, and where its type information goes.
@@ -42,6 +45,8 @@ TARGET = ROOT / "qml" / "tooling" / "Procwindow" / "procwindow.qmltypes"
 SOURCES = ROOT / "procwindow" / "qt"
 #: Qt's own meta-types, for the Qt base classes and value types the classes use.
 FOREIGN = ("qt6core_metatypes.json", "qt6gui_metatypes.json", "qt6qml_metatypes.json")
+#: The comment that names the PySide6 release that wrote the file.
+STAMP = "// Written by scripts/qmltypes with PySide6 "
 #: moc's JSON format revision (Qt 6).
 OUTPUT_REVISION = 69
 
@@ -219,15 +224,52 @@ def generate() -> str:
         return output.read_text()
 
 
+def _stamped(text: str) -> str:
+    """``text`` with the PySide6 release that wrote it, after the tooling import."""
+    head, _, rest = text.partition("\n")
+    return f"{head}\n\n{STAMP}{PySide6.__version__}\n{rest}"
+
+
+def _stamp_of(text: str) -> str | None:
+    for line in text.splitlines()[:10]:
+        if line.startswith(STAMP):
+            return line.removeprefix(STAMP).strip()
+    return None
+
+
+def _api(text: str) -> list[str]:
+    """What a .qmltypes file says, without its layout: its lines, stripped and
+    sorted, less comments, blank lines and source positions (which a release of
+    qmltyperegistrar may order, indent or fill in differently)."""
+    lines = (" ".join(line.split()) for line in text.splitlines())
+    return sorted(
+        line for line in lines if line and not line.startswith(("//", "file:", "lineNumber:"))
+    )
+
+
+def is_current(text: str, current: str | None) -> bool:
+    """Whether ``current`` (the file as committed) is what ``text`` would be.
+
+    Written by the same PySide6 release, the files must be equal. Written by
+    another, only the API must be: a new qmltyperegistrar may lay the file out
+    differently, and that is not a stale file.
+    """
+    if current is None:
+        return False
+    if _stamp_of(current) == PySide6.__version__:
+        return text == current
+    return _api(text) == _api(current)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="fail if the file is stale")
     args = parser.parse_args()
-    text = generate()
+    text = _stamped(generate())
     current = TARGET.read_text() if TARGET.exists() else None
     relative = TARGET.relative_to(ROOT)
     if args.check:
-        if text != current:
+        if not is_current(text, current):
             print(f"qmltypes: {relative} is stale; run scripts/qmltypes", file=sys.stderr)
             return 1
         return 0

@@ -97,6 +97,26 @@ def test_qmltypes_of_the_python_module_are_current() -> None:
     assert not (qml_dir() / "Procwindow" / "qmldir").exists()
 
 
+def test_the_qmltypes_check_tells_a_new_layout_from_a_changed_api() -> None:
+    # Another PySide6 release may lay the file out differently: not stale. A
+    # renamed signal is stale whoever wrote the file.
+    sys.path.insert(0, str(ROOT / "scripts"))
+    try:
+        import qmltypes
+    finally:
+        sys.path.remove(str(ROOT / "scripts"))
+    current = (qml_dir() / "tooling" / "Procwindow" / "procwindow.qmltypes").read_text()
+    assert qmltypes.is_current(current, current)
+    other_release = current.replace(qmltypes.STAMP, qmltypes.STAMP + "0.0.0-")
+    relaid = "\n".join("  " + line for line in reversed(other_release.splitlines()))
+    assert qmltypes.is_current(current, relaid)
+    assert not qmltypes.is_current(current, current.replace("\n", "\n\n", 3))  # same release
+    renamed = other_release.replace('name: "actionFailed"', 'name: "failed"')
+    assert renamed != other_release
+    assert not qmltypes.is_current(current, renamed)
+    assert not qmltypes.is_current(current, None)
+
+
 def test_icons_exist_for_every_name_the_qml_uses() -> None:
     icons = qml_dir().parent / "resources" / "icons"
     names = {"stream", "term", "kill", "dismiss", "restart", "pin", "pin-off", "copy", "clear"}
