@@ -12,15 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 
 NO_QT = textwrap.dedent(
     """
-    import asyncio, importlib.abc, sys
+    import asyncio, sys
 
-    class NoQt(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("PySide6", "shiboken6", "qasync"):
-                raise ImportError(f"{name} is made unimportable for this test")
-            return None
+    import tests.no_qt  # PySide6, shiboken6 and qasync cannot be imported
 
-    sys.meta_path.insert(0, NoQt())
     from procwindow import Supervisor, ExitReason
 
     async def main():

@@ -18,6 +18,20 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def isolated_env(tmp_path: Path, runtime_name: str = "runtime") -> tuple[dict[str, str], Path]:
+    """An environment for a ``procwindow`` subprocess with its own runtime and state
+    directories under ``tmp_path`` (the runtime one made, 0700), and the runtime dir."""
+    runtime = tmp_path / runtime_name
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    env = dict(
+        os.environ,
+        XDG_RUNTIME_DIR=str(runtime),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        PYTHONPATH=str(ROOT),
+    )
+    return env, runtime
+
+
 @dataclass
 class Server:
     proc: subprocess.Popen[str]
@@ -69,14 +83,7 @@ def read_message(sock: socket.socket) -> dict:
 
 
 def start_server(tmp_path: Path, *extra: str) -> Server:
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    env = dict(
-        os.environ,
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        PYTHONPATH=str(ROOT),
-    )
+    env, runtime = isolated_env(tmp_path)
     path = str(runtime / "procwindow" / "test.sock")
     if "--socket" in extra:
         path = extra[extra.index("--socket") + 1]

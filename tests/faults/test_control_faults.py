@@ -35,7 +35,7 @@ from procwindow.control import ControlServer, SocketDirError, default_socket_pat
 from procwindow.control._protocol import MAX_DEPTH, ProtocolError, decode_request
 from procwindow.control.server import REQUEST_TIMEOUT, SEND_TIMEOUT
 
-from ..control.conftest import ROOT, Server, read_message, start_server
+from ..control.conftest import ROOT, Server, isolated_env, read_message, start_server
 from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY, alive, py
 
 #: Far above what a server needs, far below what ten stuck `out` clients would cost
@@ -674,14 +674,7 @@ def test_second_stop_signal_kills_at_once(tmp_path):
 
 
 def serve_cli(tmp_path: Path, *args: str, limit_fds: int | None = None, timeout: float = 30):
-    runtime = tmp_path / "rt"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    env = dict(
-        os.environ,
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        PYTHONPATH=str(ROOT),
-    )
+    env, _runtime = isolated_env(tmp_path, "rt")
     if limit_fds is None:
         argv = [sys.executable, "-m", "procwindow", "serve", *args]
     else:
@@ -987,14 +980,7 @@ def test_socket_dir_of_ours_readable_by_others_is_narrowed(tmp_path, monkeypatch
 
 
 def test_same_name_servers_started_at_once_leave_exactly_one(tmp_path):
-    runtime = tmp_path / "rt"
-    runtime.mkdir(mode=0o700)
-    env = dict(
-        os.environ,
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        PYTHONPATH=str(ROOT),
-    )
+    env, runtime = isolated_env(tmp_path, "rt")
     procs = [
         subprocess.Popen(
             [sys.executable, "-m", "procwindow", "serve", "--name", "race"],
@@ -1091,14 +1077,7 @@ def test_a_live_server_without_the_lock_is_not_displaced(tmp_path):
 
 @pytest.mark.slow
 def test_server_at_its_fd_limit_answers_recovers_and_stops(tmp_path):
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    env = dict(
-        os.environ,
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        PYTHONPATH=str(ROOT),
-    )
+    env, runtime = isolated_env(tmp_path, "runtime")
     path = str(runtime / "procwindow" / "f.sock")
     proc = subprocess.Popen(
         [sys.executable, "-c", LIMITED, "48", "serve", "--name", "f", "--graceful-timeout", "1"],

@@ -27,7 +27,7 @@ from procwindow.control.workspace import (
 )
 from procwindow.core import MAX_GRACEFUL_TIMEOUT
 
-ROOT = Path(__file__).resolve().parents[2]
+from ..control.conftest import isolated_env
 
 # Lines 1-5; a command's keys follow from line 6.
 HEAD = '[[session]]\nname = "s"\n[[session.agent]]\nname = "a"\n[[session.agent.command]]\n'
@@ -538,8 +538,7 @@ LAST_BAD = {
 def test_serve_starts_nothing_when_the_last_command_is_bad(tmp_path, tail, line, key):
     marker = tmp_path / "MARKER"
     logs = tmp_path / "logs"
-    runtime = tmp_path / "rt"
-    runtime.mkdir(mode=0o700)
+    env, runtime = isolated_env(tmp_path, "rt")
     ws_file = tmp_path / "ws.toml"
     ws_file.write_text(FIRST.replace("MARKER", str(marker)) + tail)
     done = subprocess.run(
@@ -547,12 +546,7 @@ def test_serve_starts_nothing_when_the_last_command_is_bad(tmp_path, tail, line,
         capture_output=True,
         text=True,
         timeout=60,
-        env=dict(
-            os.environ,
-            XDG_RUNTIME_DIR=str(runtime),
-            XDG_STATE_HOME=str(tmp_path / "state"),
-            PYTHONPATH=str(ROOT),
-        ),
+        env=env,
     )
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr

@@ -311,15 +311,10 @@ def test_lines_trimmed_during_a_scan_never_become_rows() -> None:
 
 NO_QT = textwrap.dedent(
     """
-    import importlib.abc, sys, types
+    import sys, types
 
-    class NoQt(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name.split(".")[0] in ("PySide6", "shiboken6", "qasync"):
-                raise ImportError(f"{name} is made unimportable for this test")
-            return None
+    import tests.no_qt  # PySide6, shiboken6 and qasync cannot be imported
 
-    sys.meta_path.insert(0, NoQt())
     root = sys.argv[1]
     # The packages around the module register Qt types when imported: stand in
     # for them with bare packages, so that only the module and its imports run.
