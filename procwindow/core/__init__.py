@@ -20,7 +20,9 @@ from ._errors import (
 )
 from ._events import Subscription
 from ._output import LINE_MAX
+from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
 from ._proc import Proc
+from ._search import SearchHit
 from ._supervisor import Supervisor
 from ._text import format_runtime
 from ._topics import Pattern
@@ -53,10 +55,14 @@ from .rules import (
 __all__ = [
     "DEFAULT_AGENT",
     "DEFAULT_GRACEFUL_TIMEOUT",
+    "DEFAULT_HISTORY_AGE",
+    "DEFAULT_HISTORY_BYTES",
+    "DEFAULT_LOG_CAP",
     "DEFAULT_SESSION",
     "DEFAULT_TOOL",
     "LINE_MAX",
     "MAX_GRACEFUL_TIMEOUT",
+    "MIN_LOG_CAP",
     "Clock",
     "CommandError",
     "CommandNotFound",
@@ -79,6 +85,7 @@ __all__ = [
     "ProcwindowError",
     "ReadBatch",
     "ScopeCounts",
+    "SearchHit",
     "SpawnFailed",
     "Stream",
     "Subscription",

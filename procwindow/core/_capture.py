@@ -23,6 +23,8 @@ OUTPUT_EVENT_INTERVAL = 0.05
 
 #: Told ``(child, stream, first seq, last seq)`` of lines not yet announced.
 Announce = Callable[[Child, Stream, int, int], None]
+#: Told of a child whose pipes are both closed (its output is complete).
+Closed = Callable[[Child], None]
 
 
 class Capture:
@@ -39,10 +41,18 @@ class Capture:
         loop: asyncio.AbstractEventLoop,
         announce: Announce,
         listening: Callable[[], bool],
+        clock: Callable[[], float],
+        closed: Closed,
+        over_budget: Callable[[], bool],
+        reclaim: Callable[[], None],
     ) -> None:
         self._loop = loop
         self._announce = announce
         self._listening = listening
+        self._clock = clock
+        self._closed = closed
+        self._over_budget = over_budget
+        self._reclaim = reclaim
         # One shared read buffer: reads never allocate, and the ring copies out
         # only what it keeps (a fresh 1 MiB bytes per read fragments the heap).
         self._buf = bytearray(BIG_PIPE)
@@ -58,7 +68,7 @@ class Capture:
 
     def _on_readable(self, child: Child, stream: Stream) -> None:
         fd = child.stream_fds[stream]
-        size = child.read_size[stream]
+        size = min(child.read_size[stream], child.max_read)
         try:
             n = os.readv(fd, [self._view[:size]])
         except BlockingIOError:
@@ -69,7 +79,7 @@ class Capture:
             self._end_stream(child, stream)
             return
         self._ingest(child, stream, n)
-        if n == size and size < BIG_PIPE:
+        if n == size and child.read_size[stream] < BIG_PIPE:
             # The pipe was full: the child writes faster than we wake up.
             # A bigger pipe means fewer, larger reads (DESIGN.md: ~3× throughput).
             with contextlib.suppress(OSError):
@@ -77,18 +87,22 @@ class Capture:
                 child.read_size[stream] = BIG_PIPE
 
     def _ingest(self, child: Child, stream: Stream, n: int) -> None:
-        child.logs[stream].write(self._view[:n])
+        now = self._clock()
+        store = child.store
+        seqs = None
         try:
-            seqs = child.store.feed(stream, self._buf, n)
+            seqs = store.feed(stream, self._buf, n, now)
         except Exception:
             # A failure of ours must not stop the draining (the child would block
             # on a full pipe): log it once per proc, lose these lines, go on.
             if not child.capture_failed:
                 child.capture_failed = True
                 log.exception("proc %d: capture failed; its %s lines are lost", child.id, stream)
-            return
+        child.disk.write(stream, self._view[:n], now, store.last_seq, store.pending_size(stream))
         if seqs is not None:
             self._note(child, stream, seqs)
+        if self._over_budget():
+            self._reclaim()
 
     def drain(self, child: Child) -> None:
         """Read what is in both pipes now, without waiting (at the child's exit)."""
@@ -109,10 +123,13 @@ class Capture:
     def _end_stream(self, child: Child, stream: Stream) -> None:
         if not child.close_stream(stream, self._loop):
             return
-        seqs = child.store.flush(stream)
+        now = self._clock()
+        seqs = child.store.flush(stream, now)
         if seqs is not None:
             self._note(child, stream, seqs)
-        child.logs[stream].finish()
+        child.disk.end(stream, now, child.store.last_seq)
+        if not child.open_streams:
+            self._closed(child)
 
     def close(self, child: Child) -> None:
         """Stop reading a child's pipes (what is unread is lost) and close its logs."""

@@ -14,7 +14,8 @@ import psutil
 from ._types import ExitInfo, ExitReason, Stream
 
 if TYPE_CHECKING:
-    from ._output import LogFile, OutputStore
+    from ._disklog import DiskLog
+    from ._output import OutputStore
     from ._proc import Proc
 
 __all__ = ["Child", "StopCause"]
@@ -31,15 +32,16 @@ class StopCause(enum.IntEnum):
 
 class Child:
     """What the supervisor owns for one proc: the Popen, the pidfd, the read ends
-    of both pipes, the log files, the ring of lines, the exit future and the
-    stop task. Nobody but the supervisor (and its parts) holds one; everyone
+    of both pipes, the log files and journal, the ring of lines, the exit
+    future and the stop task. Nobody but the supervisor (and its parts) holds one; everyone
     else sees the :class:`Proc` in ``proc``.
     """
 
     __slots__ = (
         "capture_failed",
+        "disk",
         "exit_fut",
-        "logs",
+        "max_read",
         "open_streams",
         "out_pending",
         "pidfd",
@@ -60,7 +62,7 @@ class Child:
         pidfd: int,
         stream_fds: dict[Stream, int],
         store: OutputStore,
-        logs: dict[Stream, LogFile],
+        disk: DiskLog,
         exit_fut: asyncio.Future[ExitInfo],
     ) -> None:
         self.proc = proc
@@ -70,9 +72,12 @@ class Child:
         self.stream_fds = stream_fds
         #: Streams whose pipe is still open (a descendant may hold it after exit).
         self.open_streams: set[Stream] = set(stream_fds)
+        #: Bytes per read: grows to BIG_PIPE for a flood; at most a tenth of the
+        #: disk cap, so that the cap can cut between reads.
         self.read_size = dict.fromkeys(stream_fds, 65536)
+        self.max_read = 1 << 20 if disk.cap is None else max(4096, disk.cap // 10)
         self.store = store
-        self.logs = logs
+        self.disk = disk
         self.exit_fut = exit_fut
         self.stop_task: asyncio.Task[ExitInfo] | None = None
         self.stop_cause = StopCause.NONE
@@ -160,6 +165,5 @@ class Child:
         return True
 
     def close_logs(self) -> None:
-        for log_file in self.logs.values():
-            with contextlib.suppress(OSError):
-                log_file.close()
+        with contextlib.suppress(OSError):
+            self.disk.close()

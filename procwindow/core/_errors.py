@@ -83,7 +83,7 @@ class ProcRunning(ProcwindowError, RuntimeError):
 
 
 class InvalidPattern(ProcwindowError, ValueError):
-    """A subscription pattern is malformed."""
+    """A subscription pattern or a search pattern is malformed."""
 
     def __init__(self, pattern: str, why: str) -> None:
         super().__init__(f"invalid pattern {pattern!r}: {why}")

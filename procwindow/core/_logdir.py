@@ -1,4 +1,4 @@
-"""LogDir: where a supervisor's raw log files go, and who may write there."""
+"""LogDir: where a supervisor's raw log files and journals go, and who may write there."""
 
 from __future__ import annotations
 
@@ -7,62 +7,87 @@ import os
 import shutil
 import time
 
+from ._disklog import DiskLog, LogFile
 from ._errors import ProcwindowError
-from ._output import LogFile
 from ._private import check_private_file, private_dir, private_state_root
 from ._types import Stream
 
-__all__ = ["LogDir"]
+__all__ = ["LogDir", "log_file_path"]
 
 log = logging.getLogger("procwindow")
 
 
-class LogDir:
-    """The directory of one supervisor's log files: ``<proc id>.<stream>.log``.
+def log_file_path(directory: str, proc_id: int, stream: Stream | str) -> str:
+    """The path of a proc's log file in ``directory`` (named from ids only)."""
+    return os.path.join(directory, f"{int(proc_id)}.{Stream(stream).value}.log")
 
-    ``path=None`` makes a run directory of our own under
-    ``$XDG_STATE_HOME/procwindow/logs/``, removed by :meth:`remove`; a given
-    path is the caller's and is kept. Either must be a directory of ours that
+
+def journal_path(directory: str, proc_id: int) -> str:
+    return os.path.join(directory, f"{int(proc_id)}.journal")
+
+
+class LogDir:
+    """The directory of one supervisor's log files: ``<proc id>.<stream>.log``,
+    and ``<proc id>.journal`` when it keeps history.
+
+    ``path=None`` with a ``state_dir`` logs to ``<state_dir>/logs/``, kept for
+    the history; with neither, to a run directory of our own under
+    ``$XDG_STATE_HOME/procwindow/logs/``, removed by :meth:`remove`. A given
+    path is the caller's and is kept. Each must be a directory of ours that
     nobody else can write to: UnsafePath otherwise, at once for a given path.
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None, token: str) -> None:
-        if path is None:
-            stamp = time.strftime("%Y%m%d-%H%M%S")
-            self.path = os.path.join(private_state_root(), "logs", f"{stamp}-{token}")
-            self._own = True
-        else:
+    def __init__(
+        self, path: str | os.PathLike[str] | None, token: str, state_dir: str | None = None
+    ) -> None:
+        self._root: str | None = None
+        if path is not None:
             self.path = os.fspath(path)
             self._own = False
             # Refuse an unsafe directory now, not at the first spawn.
             private_dir(self.path, what="log_dir", create=False)
+        elif state_dir is not None:
+            self._root = state_dir
+            self.path = os.path.join(state_dir, "logs")
+            self._own = False
+        else:
+            stamp = time.strftime("%Y%m%d-%H%M%S")
+            self._root = private_state_root()
+            self.path = os.path.join(self._root, "logs", f"{stamp}-{token}")
+            self._own = True
+        self.journals = state_dir is not None
         self._ready = False
 
     def file_path(self, proc_id: int, stream: Stream | str) -> str:
         """The path of a proc's log file (named from ids only)."""
-        return os.path.join(self.path, f"{int(proc_id)}.{Stream(stream).value}.log")
+        return log_file_path(self.path, proc_id, stream)
 
-    def prepare(self, proc_id: int) -> dict[Stream, LogFile]:
-        """The log files of a new proc, opened on first write.
+    def prepare(self, proc_id: int, cap: int | None) -> DiskLog:
+        """The log files (and journal) of a new proc, opened on first write.
 
         Raises UnsafePath for an unsafe directory, or for a FIFO, symlink or
         foreign file where a log file goes. A directory that cannot be created
         (read-only, EACCES) is not an error: capture goes on in memory and each
         LogFile carries the error.
         """
-        if self._ensure():
+        ready = self._ensure()
+        journal = journal_path(self.path, proc_id) if self.journals else None
+        if ready:
             for stream in Stream:
                 check_private_file(self.file_path(proc_id, stream), what="log file")
-        return {s: LogFile(self.file_path(proc_id, s)) for s in Stream}
+            if journal is not None:
+                check_private_file(journal, what="journal")
+        logs = {s: LogFile(self.file_path(proc_id, s)) for s in Stream}
+        return DiskLog(logs, journal, cap)
 
     def _ensure(self) -> bool:
         if self._ready:
             return True
         try:
-            if self._own:
+            if self._root is not None:
                 # Every level of ours is checked: procwindow/, logs/, the run's.
-                private_dir(private_state_root(), what="state directory")
-                private_dir(os.path.dirname(self.path), what="log root")
+                private_dir(self._root, what="state directory")
+                private_dir(os.path.join(self._root, "logs"), what="log root")
             private_dir(self.path, what="log_dir")
         except ProcwindowError:
             raise  # unsafe: refuse rather than write output where others can reach it
@@ -72,11 +97,15 @@ class LogDir:
         self._ready = True
         return True
 
-    def delete(self, proc_id: int) -> None:
-        """Delete a proc's log files (those that exist)."""
-        for stream in Stream:
+    @staticmethod
+    def delete(directory: str, proc_id: int) -> None:
+        """Delete a proc's log files and journal in ``directory`` (those that exist)."""
+        for path in (
+            *(log_file_path(directory, proc_id, s) for s in Stream),
+            journal_path(directory, proc_id),
+        ):
             try:
-                os.unlink(self.file_path(proc_id, stream))
+                os.unlink(path)
             except FileNotFoundError:
                 pass
 

@@ -1,4 +1,4 @@
-"""Output capture: the per-proc ring of lines and the raw log files.
+"""Output capture: the per-proc ring of lines.
 
 Capture must stay cheap (DESIGN.md: one Python object per line at capture time
 costs ~9× the throughput). So the ring stores *blocks*: the complete lines of one
@@ -11,18 +11,12 @@ whole lines at once gives exactly what an incremental decoder would.
 from __future__ import annotations
 
 import bisect
-import errno
-import os
-import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
-from ._errors import UnsafePath
-from ._private import open_private_file
 from ._types import Line, Stream
 
-__all__ = ["LINE_MAX", "LogFile", "OutputStore"]
+__all__ = ["LINE_MAX", "OutputStore", "RingBudget"]
 
 #: A line longer than this many bytes is split into pieces marked ``split``.
 LINE_MAX = 64 * 1024
@@ -64,6 +58,20 @@ def _decode_lines(data: bytes) -> list[str]:
     return lines
 
 
+class RingBudget:
+    """The bytes held by every ring of one supervisor, against one limit."""
+
+    __slots__ = ("limit", "used")
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+
+    @property
+    def over(self) -> bool:
+        return self.used > self.limit
+
+
 class _Pending:
     """The unterminated tail of one stream."""
 
@@ -91,29 +99,34 @@ class OutputStore:
         self,
         max_lines: int,
         max_bytes: int,
-        clock: Callable[[], float],
         line_max: int = LINE_MAX,
+        budget: RingBudget | None = None,
     ) -> None:
         self._max_lines = max_lines
         self._max_bytes = max_bytes
-        self._clock = clock
         self._line_max = line_max
+        self._budget = budget
         self._blocks: list[_Block] = []
         self._head = 0  # index of the first live block in _blocks
         self._bytes = 0
         self._lines = 0  # lines held in live blocks
         self._last_seq = 0
         self._pending = {Stream.STDOUT: _Pending(), Stream.STDERR: _Pending()}
+        self._now = 0.0
         self.total_bytes = 0
 
     # -- capture -------------------------------------------------------------
 
-    def feed(self, stream: Stream, buf: bytes | bytearray, size: int) -> tuple[int, int] | None:
-        """Take one read (``buf[:size]``); return the (first, last) seq of lines it completed.
+    def feed(
+        self, stream: Stream, buf: bytes | bytearray, size: int, now: float
+    ) -> tuple[int, int] | None:
+        """Take one read (``buf[:size]``) made at time ``now``; return the (first,
+        last) seq of lines it completed. Every line it completes carries ``now``.
 
         ``buf`` may be the caller's reusable read buffer: what is kept is copied
         out of it exactly once.
         """
+        self._now = now
         self.total_bytes += size
         pending = self._pending[stream]
         first = self._last_seq + 1
@@ -130,8 +143,9 @@ class OutputStore:
             self._overflow(stream, pending)
         return (first, self._last_seq) if self._last_seq >= first else None
 
-    def flush(self, stream: Stream) -> tuple[int, int] | None:
-        """End of stream: the unterminated tail becomes a last line."""
+    def flush(self, stream: Stream, now: float) -> tuple[int, int] | None:
+        """End of stream at time ``now``: the unterminated tail becomes a last line."""
+        self._now = now
         pending = self._pending[stream]
         if not pending.data:
             return None
@@ -174,28 +188,61 @@ class OutputStore:
         pending.data = rest + b"\r" if keep_cr else rest
 
     def _append(self, stream: Stream, data: bytes, count: int, *, split: bool) -> None:
-        block = _Block(self._last_seq + 1, count, stream, self._clock(), data, split)
+        block = _Block(self._last_seq + 1, count, stream, self._now, data, split)
         self._blocks.append(block)
         self._last_seq += count
         self._lines += count
         self._bytes += len(data)
+        if self._budget is not None:
+            self._budget.used += len(data)
         self._evict()
 
     def _evict(self) -> None:
+        self._drop_front(self._max_bytes, keep_last=True)
+
+    def _drop_front(self, max_bytes: int, *, keep_last: bool) -> None:
+        """Let blocks fall off the front until both bounds hold."""
         blocks = self._blocks
-        while self._head < len(blocks) - 1:
+        freed = 0
+        while self._head < len(blocks) - keep_last:
             front = blocks[self._head]
-            over_bytes = self._bytes > self._max_bytes
+            over_bytes = self._bytes > max_bytes
             over_lines = self._lines - front.count >= self._max_lines
             if not (over_bytes or over_lines):
                 break
             self._head += 1
             self._lines -= front.count
             self._bytes -= len(front.data)
+            freed += len(front.data)
             front.data = b""  # free it now; the list is compacted in bulk below
         if self._head > 64 and self._head * 2 > len(blocks):
             del blocks[: self._head]
             self._head = 0
+        if self._budget is not None:
+            self._budget.used -= freed
+
+    def shrink(self, max_bytes: int) -> int:
+        """Give memory back: let whole blocks fall off until at most ``max_bytes``
+        are held (0: all of them). Returns the bytes freed. Their lines are
+        still in the log files."""
+        before = self._bytes
+        self._drop_front(max_bytes, keep_last=False)
+        return before - self._bytes
+
+    def resume(self, last_seq: int, pending: dict[Stream, bytes]) -> None:
+        """Start from a known state (replaying from disk): the seq of the last line
+        before, and each stream's unterminated bytes at that point."""
+        self._last_seq = last_seq
+        for stream, data in pending.items():
+            self._pending[stream].data = data
+
+    def skip_line(self, stream: Stream) -> None:
+        """Forget what a stream has of an unfinished line (its start was cut)."""
+        self._pending[stream].data = b""
+
+    def pending_size(self, stream: Stream) -> int:
+        """Bytes of a stream's unterminated line held now."""
+        return len(self._pending[stream].data)
 
     # -- reading -------------------------------------------------------------
 
@@ -273,65 +320,3 @@ def _may_hold_long_line(data: bytes, limit: int) -> bool:
         if data.find(b"\n", start, start + half) < 0:
             return True
     return False
-
-
-class LogFile:
-    """One raw, byte-exact log file. A failure to write never stops capture.
-
-    On the first error (ENOSPC, EIO, a removed file…) the file is closed,
-    ``error`` holds the OS error text, and later writes are dropped.
-    """
-
-    __slots__ = ("_checked", "_fd", "_opened", "error", "path")
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.error: str | None = None
-        self._fd: int | None = None
-        self._opened = False
-        self._checked = time.monotonic()
-
-    def _open(self) -> None:
-        # Opened on first use, so an idle child costs no log fds. Whatever sits
-        # at the path already (a planted FIFO, a symlink, someone else's file)
-        # is refused without blocking and without writing a byte to it.
-        self._opened = True
-        try:
-            self._fd = open_private_file(self.path, what="log file")
-        except UnsafePath as exc:
-            self.error = str(exc)
-        except OSError as exc:
-            self.error = f"{self.path}: {exc.strerror or exc}"
-
-    def write(self, data: bytes | memoryview) -> None:
-        """Append ``data``; on failure record the error and stop logging."""
-        if not self._opened:
-            self._open()
-        fd = self._fd
-        if fd is None:
-            return
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            now = time.monotonic()
-            if now - self._checked > _LOG_CHECK_INTERVAL:
-                self._checked = now
-                if os.fstat(fd).st_nlink == 0:
-                    raise OSError(errno.ENOENT, "log file was removed")
-        except OSError as exc:
-            self.error = f"{self.path}: {exc.strerror or exc}"
-            self.close()
-
-    def finish(self) -> None:
-        """The stream ended: make sure the file exists (even empty), then close it."""
-        if not self._opened:
-            self._open()
-        self.close()
-
-    def close(self) -> None:
-        """Close the file (idempotent)."""
-        if self._fd is not None:
-            fd, self._fd = self._fd, None
-            os.close(fd)

@@ -68,16 +68,20 @@ def private_state_root() -> str:
     return os.path.join(base, "procwindow")
 
 
-def open_private_file(path: str, *, what: str, append: bool = False) -> int:
+def open_private_file(
+    path: str, *, what: str, append: bool = False, readable: bool = False, keep: bool = False
+) -> int:
     """Open ``path`` for writing as our own regular file, mode 0600; return the fd.
 
     Never blocks and never follows a symlink: a FIFO, a socket, a device, a
     symlink, a hard link or another user's file in its place raises UnsafePath
     (nothing is written to it). An existing file of ours is truncated (or
-    appended to, with ``append``) and its mode narrowed to 0600. The fd is
+    appended to, with ``append``, or kept as it is, with ``keep``) and its mode
+    narrowed to 0600. ``readable`` opens it for reading too. The fd is
     blocking and close-on-exec.
     """
-    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    flags = (os.O_RDWR if readable else os.O_WRONLY) | os.O_CREAT | os.O_NOFOLLOW
+    flags |= os.O_NONBLOCK | os.O_CLOEXEC
     if append:
         flags |= os.O_APPEND
     try:
@@ -93,7 +97,7 @@ def open_private_file(path: str, *, what: str, append: bool = False) -> int:
         _refuse_unless_ours(path, what, st, directory=False)
         if stat.S_IMODE(st.st_mode) != 0o600:
             os.fchmod(fd, 0o600)
-        if not append and st.st_size:
+        if not (append or keep) and st.st_size:
             os.ftruncate(fd, 0)
         os.set_blocking(fd, True)
     except BaseException:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import time
 from typing import TYPE_CHECKING
 
 from ._text import escape_controls
@@ -10,6 +11,7 @@ from ._types import ExitInfo, ExitReason, ProcState
 
 if TYPE_CHECKING:
     from ._child import Child
+    from ._history import HistoryRow
 
 __all__ = ["Proc", "format_cmd"]
 
@@ -43,6 +45,7 @@ class Proc:
         "_graceful_timeout",
         "_id",
         "_os_pid",
+        "_record",
         "_session",
         "_started_at",
         "_started_mono",
@@ -82,6 +85,37 @@ class Proc:
         self._exit: ExitInfo | None = None
         self._graceful_timeout = graceful_timeout
         self._child: Child | None = None
+        self._record: HistoryRow | None = None
+
+    @classmethod
+    def _from_record(cls, row: HistoryRow) -> Proc:
+        """A proc of the history (of an earlier run, another supervisor, or dismissed)."""
+        p = cls(
+            proc_id=row.id,
+            os_pid=row.os_pid,
+            argv=row.argv,
+            session=row.session,
+            agent=row.agent,
+            tool=row.tool,
+            cwd=row.cwd,
+            env=row.env,
+            started_at=row.started_at,
+            started_mono=0.0,
+            graceful_timeout=row.graceful_timeout,
+        )
+        p._record = row
+        if row.ended_at is not None and row.reason is not None:
+            runtime = row.runtime if row.runtime is not None else row.ended_at - row.started_at
+            p._ended_at = row.ended_at
+            p._ended_mono = max(0.0, runtime)
+            p._exit = ExitInfo(
+                row.code if row.code is not None else 255,
+                row.signal,
+                ExitReason(row.reason),
+                max(0.0, runtime),
+            )
+            p._state = ProcState.EXITED
+        return p
 
     # -- set by the supervisor only --------------------------------------------
 
@@ -194,18 +228,40 @@ class Proc:
         return self._child is not None and bool(self._child.open_streams)
 
     @property
+    def live(self) -> bool:
+        """True for a proc this supervisor runs or ran (listed by ``procs()``
+        until dismissed); False for one read from the history."""
+        return self._child is not None
+
+    @property
     def log_error(self) -> str | None:
         """The OS error that stopped logging to a file, if any. Capture goes on."""
         if self._child is not None:
-            for log in self._child.logs.values():
-                if log.error:
-                    return log.error
-        return None
+            return self._child.disk.error
+        return self._record.log_error if self._record is not None else None
 
     @property
     def output_bytes(self) -> int:
         """Bytes captured from both pipes so far."""
-        return self._child.store.total_bytes if self._child is not None else 0
+        if self._child is not None:
+            return self._child.store.total_bytes
+        if self._record is not None:
+            return self._record.stdout_bytes + self._record.stderr_bytes
+        return 0
+
+    @property
+    def cut_lines(self) -> int:
+        """Lines cut from the middle of its log by the per-proc disk cap."""
+        if self._child is not None:
+            return self._child.disk.cut_lines
+        return self._record.cut_lines if self._record is not None else 0
+
+    @property
+    def cut_bytes(self) -> int:
+        """Bytes cut from the middle of its logs by the per-proc disk cap."""
+        if self._child is not None:
+            return sum(self._child.disk.cut_bytes.values())
+        return self._record.cut_bytes if self._record is not None else 0
 
     @property
     def held_bytes(self) -> int:
@@ -215,10 +271,15 @@ class Proc:
     @property
     def last_seq(self) -> int:
         """The seq of the newest complete line."""
-        return self._child.store.last_seq if self._child is not None else 0
+        if self._child is not None:
+            return self._child.store.last_seq
+        return self._record.lines if self._record is not None else 0
 
     def runtime(self, now_mono: float) -> float:
         """Seconds from start to exit, or to ``now_mono`` (a monotonic time) while running."""
+        if self._ended_mono is None and self._record is not None:
+            # Running under another supervisor: only wall-clock times are shared.
+            return max(0.0, time.time() - self._started_at)
         end = self._ended_mono if self._ended_mono is not None else now_mono
         return max(0.0, end - self._started_mono)
 

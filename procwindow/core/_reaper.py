@@ -90,8 +90,10 @@ class Sweeper:
         signals: TreeSignals,
         statefile: StateFile,
         watchdog: Watchdog | None,
+        tick: Callable[[], None] | None = None,
     ) -> None:
         self._loop = loop
+        self._tick = tick
         self._children = children
         self._signals = signals
         self._statefile = statefile
@@ -163,6 +165,11 @@ class Sweeper:
         except Exception:
             log.exception("keeping the watchdog up to date failed")
             delivered = False
+        if self._tick is not None:
+            try:
+                self._tick()
+            except Exception:
+                log.exception("the sweep's tick failed")
         running = any(c.unreaped for c in self._children.values())
         if self._scan_due or not delivered or running:
             self.schedule(SWEEP_INTERVAL, scan=self._scan_due)

@@ -12,25 +12,37 @@ import secrets
 import signal
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 
 from . import _spawn
+from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, Archive
 from ._capture import Capture
 from ._child import Child, StopCause
 from ._errors import ProcNotFound, ProcRunning, SupervisorClosed, WrongLoop
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
-from ._linux import require_linux
-from ._logdir import LogDir
-from ._output import OutputStore
+from ._linux import MARKER_VAR, require_linux
+from ._output import OutputStore, RingBudget
+from ._private import private_state_root
 from ._proc import Proc
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._reports import idx_text, top_text, tree_stats
+from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
 from ._spawn import check_cwd, check_env, resolve
 from ._statefile import StateFile, recover_leftovers
 from ._tree import FRESH_TTL, SNAPSHOT_TTL
-from ._types import SYSTEM_CLOCK, Clock, EventKind, ExitInfo, ProcStats, ReadBatch, Stream
+from ._types import (
+    SYSTEM_CLOCK,
+    Clock,
+    EventKind,
+    ExitInfo,
+    ExitReason,
+    Line,
+    ProcStats,
+    ReadBatch,
+    Stream,
+)
 from ._watchdog import Watchdog
 from .rules import (
     DEFAULT_GRACEFUL_TIMEOUT,
@@ -49,6 +61,8 @@ log = logging.getLogger("procwindow")
 DEFAULT_RING_LINES = 100_000
 #: Default bound of the in-memory ring, in bytes per proc.
 DEFAULT_RING_BYTES = 32 * 1024 * 1024
+#: Default bound of all rings together, in bytes.
+DEFAULT_RING_BUDGET = 256 * 1024 * 1024
 #: How long close() waits for children that got SIGKILL (a process in
 #: uninterruptible sleep dies only when its I/O returns).
 _KILL_WAIT = 5.0
@@ -69,8 +83,23 @@ class _Running:
         except BaseException:
             os.close(self.devnull)
             raise
-        self.capture = Capture(loop, sup._announce_output, lambda: sup._events.listening)
-        self.sweeper = Sweeper(loop, sup._children, self.signals, sup._statefile, sup._watchdog)
+        self.capture = Capture(
+            loop,
+            sup._announce_output,
+            lambda: sup._events.listening,
+            sup._clock.time,
+            sup._output_closed,
+            lambda: sup._budget.used > sup._budget.limit,
+            sup._reclaim,
+        )
+        self.sweeper = Sweeper(
+            loop,
+            sup._children,
+            self.signals,
+            sup._statefile,
+            sup._watchdog,
+            lambda: sup._archive.seen(sup._clock.time()),
+        )
 
     def close(self) -> None:
         self.sweeper.close()
@@ -94,9 +123,22 @@ class Supervisor:
     ``async with`` block (or ``await close()``) terminates every running child
     with escalation and leaves no process, fd or thread behind.
 
-    ``log_dir=None`` logs under ``$XDG_STATE_HOME/procwindow/logs/<run>/`` and
-    removes that directory on close; a given ``log_dir`` is kept. Either must be
-    a directory of ours that nobody else can write to (UnsafePath otherwise).
+    History (``history=True``, the default): every proc is recorded in
+    ``<state_dir>/history.db`` (``state_dir`` defaults to
+    ``$XDG_STATE_HOME/procwindow``), its raw logs and journal stay in
+    ``<state_dir>/logs/`` (or ``log_dir``), and ``get``/``read``/``log_path``
+    accept the id of a proc of any earlier run. Ids are unique across every
+    supervisor sharing ``state_dir``. Disk is bounded: ``log_cap`` bytes per
+    proc (head and tail kept, the middle cut and counted), ``history_bytes`` for
+    all finished procs and ``history_age`` seconds (oldest pruned first; a
+    running proc never). ``history=False`` keeps nothing after close: ids start
+    at 1 and the default log directory is removed. Every directory must be ours
+    and writable by nobody else (UnsafePath otherwise).
+
+    Memory: each proc's ring holds at most ``ring_lines`` lines and
+    ``ring_bytes`` bytes, and all rings together ``ring_budget`` bytes; past
+    that, finished procs give theirs back first (with history their lines are
+    read from disk), then the biggest rings shrink.
 
     ``subreaper=True`` is for a process that belongs to the supervisor (as
     ``procwindow serve`` and the window do): it becomes the child subreaper
@@ -120,24 +162,38 @@ class Supervisor:
         graceful_timeout: float = DEFAULT_GRACEFUL_TIMEOUT,
         *,
         ring_bytes: int = DEFAULT_RING_BYTES,
+        ring_budget: int = DEFAULT_RING_BUDGET,
+        history: bool = True,
+        state_dir: str | os.PathLike[str] | None = None,
+        log_cap: int | None = DEFAULT_LOG_CAP,
+        history_bytes: int | None = DEFAULT_HISTORY_BYTES,
+        history_age: float | None = DEFAULT_HISTORY_AGE,
         subreaper: bool = False,
         watchdog: bool = True,
         clock: Clock | None = None,
     ) -> None:
         require_linux()
-        if ring_lines < 1 or ring_bytes < 1:
-            raise ValueError("ring_lines and ring_bytes must be positive")
+        if ring_lines < 1 or ring_bytes < 1 or ring_budget < 1:
+            raise ValueError("ring_lines, ring_bytes and ring_budget must be positive")
         self.ring_lines = ring_lines
         self.ring_bytes = ring_bytes
         self.graceful_timeout = check_graceful_timeout(graceful_timeout)
         self._clock: Clock = clock or SYSTEM_CLOCK
         self._token = f"{os.getpid()}.{secrets.token_hex(4)}"
-        self._logs = LogDir(log_dir, self._token)
+        self._archive = Archive(
+            token=self._token,
+            history=history,
+            state_dir=os.fspath(state_dir) if state_dir is not None else private_state_root(),
+            log_dir=log_dir,
+            log_cap=log_cap,
+            history_bytes=history_bytes,
+            history_age=history_age,
+        )
+        self._budget = RingBudget(ring_budget)
         self._want_subreaper = subreaper
         self._watchdog = Watchdog(self._token) if watchdog else None
         self._statefile = StateFile(self._token)
         self._children: dict[int, Child] = {}
-        self._next_id = 1
         self._events = EventHub(self._clock.time)
         self._run: _Running | None = None
         self._closed = False
@@ -182,7 +238,18 @@ class Supervisor:
     @property
     def log_dir(self) -> str:
         """Where the raw log files go."""
-        return self._logs.path
+        return self._archive.logs.path
+
+    @property
+    def history_enabled(self) -> bool:
+        """True while procs are recorded in the history database."""
+        return self._archive.on
+
+    @property
+    def history_error(self) -> str | None:
+        """Why history is off or stopped (a broken database, a read-only
+        directory), or None. Supervision goes on either way."""
+        return self._archive.error
 
     async def close(self) -> None:
         """Terminate every running proc (with escalation), kill what they left
@@ -257,7 +324,10 @@ class Supervisor:
             self._statefile.close()
         else:
             self._statefile.abandon()
-        self._logs.remove()
+        for child in self._children.values():
+            with contextlib.suppress(Exception):
+                self._archive.output(child)
+        self._archive.close()
         self._closed = True
 
     def __del__(self) -> None:
@@ -308,12 +378,12 @@ class Supervisor:
         cwd_s = check_cwd(cwd)
         overrides = check_env(env)
         grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)
-        proc_id = self._next_id
-        env_now = _spawn.child_env(overrides, f"{self._token}:{proc_id}")
+        env_now = _spawn.child_env(overrides, f"{self._token}:0")
         exe = resolve(args[0], env_now, cwd_s)
-        logs = self._logs.prepare(proc_id)
+        proc_id = self._archive.next_id()
+        env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
+        disk = self._archive.prepare(proc_id)
         started = _spawn.start(args, exe, cwd_s, env_now, run.devnull)
-        self._next_id += 1
         pid = started.popen.pid
         if self._watchdog is not None:
             self._watchdog.started(pid, started.start)
@@ -336,11 +406,12 @@ class Supervisor:
             started.popen,
             started.pidfd,
             {Stream.STDOUT: started.stdout, Stream.STDERR: started.stderr},
-            OutputStore(self.ring_lines, self.ring_bytes, self._clock.time),
-            logs,
+            OutputStore(self.ring_lines, self.ring_bytes, budget=self._budget),
+            disk,
             run.loop.create_future(),
         )
         self._children[proc_id] = child
+        self._archive.started(proc)
         own_child(pid, functools.partial(self._on_exit, child))
         run.capture.watch(child)
         run.loop.add_reader(started.pidfd, self._on_exit, child)
@@ -391,6 +462,7 @@ class Supervisor:
         info = child.proc._set_exited(
             code, sig, reason, self._clock.time(), self._clock.monotonic()
         )
+        self._archive.ended(child.proc)
         if not child.exit_fut.done():
             child.exit_fut.set_result(info)
         self._events.publish(
@@ -406,6 +478,26 @@ class Supervisor:
         )
         run.sweeper.schedule(SWEEP_INTERVAL, scan=False)  # to flush the guards
 
+    def _output_closed(self, child: Child) -> None:
+        """Both pipes of a child closed: its output is complete on disk."""
+        self._archive.output(child)
+        self._archive.prune(set(self._children), self._clock.time())
+
+    def _reclaim(self) -> None:
+        """All rings together hold more than ``ring_budget``: finished procs whose
+        lines are all on disk give theirs back, then the biggest rings shrink."""
+        budget = self._budget
+        on_disk = self._archive.on
+        for child in self._children.values():
+            if budget.used <= budget.limit:
+                return
+            if on_disk and not child.open_streams and child.disk.complete:
+                child.store.shrink(0)
+        while budget.used > budget.limit:
+            biggest = max(self._children.values(), key=lambda c: c.store.nbytes, default=None)
+            if biggest is None or not biggest.store.shrink(biggest.store.nbytes // 2):
+                return
+
     # -- queries -------------------------------------------------------------
 
     def _child(self, proc_id: int) -> Child:
@@ -415,8 +507,40 @@ class Supervisor:
             raise ProcNotFound(proc_id) from None
 
     def get(self, proc_id: int) -> Proc:
-        """The proc with this id; ProcNotFound if there is none."""
-        return self._child(proc_id).proc
+        """The proc with this id, live or from the history; ProcNotFound if
+        there is none (or it was forgotten)."""
+        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        if child is not None:
+            return child.proc
+        return self._archive.past(self._id(proc_id))
+
+    def history(
+        self,
+        *,
+        session: str | None = None,
+        agent: str | None = None,
+        tool: str | None = None,
+        reason: ExitReason | str | None = None,
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> list[Proc]:
+        """Every recorded proc of this state directory, newest first: this
+        supervisor's (live ones as they are now), dismissed ones, earlier runs'
+        and other supervisors'. ``since`` is a start time (epoch seconds).
+        Empty when history is off."""
+        rows = self._archive.rows(
+            session=session,
+            agent=agent,
+            tool=tool,
+            reason=ExitReason(reason).value if reason is not None else None,
+            since=since,
+            limit=limit,
+        )
+        out = []
+        for row in rows:
+            child = self._children.get(row.id)
+            out.append(child.proc if child is not None else Proc._from_record(row))
+        return out
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
         """The procs of a scope (None: any), newest first."""
@@ -445,19 +569,75 @@ class Supervisor:
         ``dropped`` counts lines after ``since`` that fell off the ring; they are
         still in the log files (``log_path``).
         """
-        child = self._child(proc_id)
         want = Stream(stream) if stream is not None else None
-        lines, dropped, cursor = child.store.read(since, limit, want)
-        eof = not child.open_streams and cursor >= child.store.last_seq
-        return ReadBatch(lines, dropped, cursor, eof)
+        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        if child is None:
+            return self._archive.read_past(self._id(proc_id), since, limit, want)
+        store = child.store
+        lines: list[Line] = []
+        dropped = 0
+        cursor = since
+        if since + 1 < store.first_seq:
+            # Older than the ring: from disk when history keeps it.
+            old = self._archive.read_live(child, since, limit, want, store.first_seq)
+            if old is not None:
+                lines, dropped, cursor = old
+                if limit is not None:
+                    limit -= len(lines)
+                if limit == 0 or cursor < since:
+                    return ReadBatch(lines, dropped, max(cursor, since), False)
+                cursor = max(cursor, store.first_seq - 1)
+        more, lost, cursor = store.read(cursor, limit, want)
+        lines += more
+        dropped += lost
+        eof = not child.open_streams and cursor >= store.last_seq
+        return ReadBatch(lines, dropped, max(cursor, since), eof)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only)."""
-        return self._logs.file_path(proc_id, stream)
+        if isinstance(proc_id, int) and proc_id in self._children:
+            return self._archive.logs.file_path(proc_id, stream)
+        return self._archive.log_path(self._id(proc_id), Stream(stream))
+
+    @staticmethod
+    def _id(proc_id: object) -> int:
+        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or proc_id < 1:
+            raise ProcNotFound(proc_id)  # type: ignore[arg-type]
+        return proc_id
 
     async def wait(self, proc_id: int) -> ExitInfo:
         """Wait until the proc exits; return how it ended."""
         return await asyncio.shield(self._child(proc_id).exit_fut)
+
+    def search(
+        self,
+        pattern: str,
+        *,
+        regex: bool = False,
+        case_sensitive: bool = False,
+        session: str | None = None,
+        agent: str | None = None,
+        proc: int | None = None,
+        since: float | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[SearchHit]:
+        """Lines that match ``pattern`` (a substring, or a ``re`` regex with
+        ``regex``), across live procs and the on-disk history: newest procs
+        first, each proc's lines in order. ``since`` keeps procs started at or
+        after that time (epoch seconds). An async iterator: it streams, can be
+        cancelled, and returns to the event loop every few milliseconds.
+        Raises InvalidPattern at once for an empty pattern or a bad regex."""
+        match = Matcher(pattern, regex=regex, case_sensitive=case_sensitive)
+        return search_procs(
+            self._children,
+            self._archive,
+            match,
+            session=session,
+            agent=agent,
+            proc=proc,
+            since=since,
+            limit=limit,
+        )
 
     # -- events --------------------------------------------------------------
 
@@ -525,9 +705,10 @@ class Supervisor:
             child.note_stop(StopCause.SIGNALLED)
         return self._bind_loop().signals.signal_group(child, sig)
 
-    def dismiss(self, proc_id: int, *, keep_logs: bool = False) -> None:
-        """Forget an exited proc: kill what it left behind, close its pipes, and
-        delete its log files unless ``keep_logs``. ProcRunning if it still runs."""
+    def dismiss(self, proc_id: int) -> None:
+        """Remove an exited proc from the live view (``procs()``): kill what it
+        left behind and close its pipes. Its history and logs stay (``forget``
+        deletes them). ProcRunning if it still runs."""
         child = self._child(proc_id)
         if child.proc.exit is None:
             raise ProcRunning(proc_id)
@@ -541,12 +722,23 @@ class Supervisor:
             # sweep, which kills whatever carries the marker of a dismissed proc.
             run.sweeper.schedule(_SWEEP_SOON)
         run.capture.close(child)
-        if not keep_logs:
-            self._logs.delete(proc_id)
+        self._archive.output(child)
+        self._archive.hide(proc_id)
         del self._children[proc_id]
+        child.store.shrink(0)
         run.signals.forget(child)
         run.capture.forget(child)
         self._events.publish(child.proc, EventKind.DISMISS)
+
+    def forget(self, proc_id: int) -> None:
+        """Delete an exited proc for good: its history record, log files and
+        journal (dismissing it first if it is live). ProcRunning if it still
+        runs, here or under another supervisor; ProcNotFound if unknown."""
+        if isinstance(proc_id, int) and proc_id in self._children:
+            self.dismiss(proc_id)
+            self._archive.forget(proc_id, None)
+            return
+        self._archive.forget_past(self._id(proc_id))
 
     async def term_all(self, session: str | None = None, agent: str | None = None) -> None:
         """``term`` every running proc of a scope (None: any), concurrently."""

@@ -45,6 +45,8 @@ class ExitReason(enum.StrEnum):
     with a non-zero code, or died of a signal nobody here sent. ``terminated``: it
     ended after ``term``/``interrupt``/``signal``. ``killed``: SIGKILL from ``kill``.
     ``escalated``: it ignored SIGTERM for ``graceful_timeout`` and got SIGKILL.
+    ``lost``: its supervisor died before it exited (found in the history; the
+    watchdog stopped it; its exit status was never seen, so the code is 255).
     """
 
     EXITED = "exited"
@@ -52,6 +54,7 @@ class ExitReason(enum.StrEnum):
     TERMINATED = "terminated"
     KILLED = "killed"
     ESCALATED = "escalated"
+    LOST = "lost"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,10 +91,11 @@ class Line(NamedTuple):
 class ReadBatch:
     """The answer to ``Supervisor.read``.
 
-    ``lines`` have ``seq > since``; ``dropped`` counts lines after the cursor that
-    fell off the in-memory ring (they are still in the log file); ``cursor`` is the
-    value to pass as ``since`` next time; ``eof`` is true once both pipes are
-    closed and every line has been returned.
+    ``lines`` have ``seq > since``; ``dropped`` counts lines after ``since``
+    that are gone for good: cut from the middle by the per-proc disk cap, or
+    fallen off the in-memory ring when there is no history on disk to read them
+    from. ``cursor`` is the value to pass as ``since`` next time; ``eof`` is
+    true once both pipes are closed and every line has been returned.
     """
 
     lines: list[Line]

@@ -22,6 +22,7 @@ STATUS_COLORS: dict[str, str] = {
     ExitReason.TERMINATED: "#8d6e63",
     ExitReason.KILLED: "#ad1457",
     ExitReason.ESCALATED: "#ad1457",
+    ExitReason.LOST: "#6d4c41",
 }
 
 
@@ -45,6 +46,8 @@ def status_text(state: ProcState, exit: ExitInfo | None) -> str:
     match exit.reason:
         case ExitReason.ESCALATED:
             return "killed (ignored SIGTERM)"
+        case ExitReason.LOST:
+            return "lost (its supervisor died)"
         case reason:
             return f"{reason.value} ({detail})"
 

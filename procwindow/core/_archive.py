@@ -1,0 +1,287 @@
+"""Archive: where a supervisor keeps what outlives a proc — the log files, the
+journal, the history database — and the rules that bound them on disk."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections import OrderedDict
+
+from ._child import Child
+from ._disklog import DiskLog
+from ._errors import ProcNotFound, ProcRunning, ProcwindowError
+from ._history import History, HistoryRow
+from ._logdir import LogDir, journal_path, log_file_path
+from ._proc import Proc
+from ._replay import DiskOutput
+from ._types import Line, ReadBatch, Stream
+
+__all__ = [
+    "DEFAULT_HISTORY_AGE",
+    "DEFAULT_HISTORY_BYTES",
+    "DEFAULT_LOG_CAP",
+    "MIN_LOG_CAP",
+    "Archive",
+]
+
+log = logging.getLogger("procwindow")
+
+#: Disk a proc's output may use (both logs and its journal), by default.
+DEFAULT_LOG_CAP = 64 * 1024 * 1024
+#: The smallest per-proc cap accepted.
+MIN_LOG_CAP = 64 * 1024
+#: Disk the history of finished procs may use in all, by default.
+DEFAULT_HISTORY_BYTES = 2 * 1024 * 1024 * 1024
+#: Seconds a finished proc's history is kept, by default (30 days).
+DEFAULT_HISTORY_AGE = 30 * 24 * 3600.0
+#: Pruning runs at most this often (seconds).
+_PRUNE_INTERVAL = 5.0
+#: Disk readers kept open for finished procs.
+_READERS = 8
+
+
+def _check_size(name: str, value: int | None, minimum: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name} must be an int of at least {minimum} (or None), got {value!r}")
+    return value
+
+
+class Archive:
+    """The logs, journals and history of one supervisor.
+
+    ``history=True`` records every proc in ``<state_dir>/history.db`` and keeps
+    its logs and journal in ``<state_dir>/logs/`` (or ``log_dir``) after the
+    supervisor closes. ``history=False`` keeps nothing: ids start at 1 and the
+    default log directory is removed on close.
+    """
+
+    def __init__(
+        self,
+        *,
+        token: str,
+        history: bool,
+        state_dir: str,
+        log_dir: str | os.PathLike[str] | None,
+        log_cap: int | None,
+        history_bytes: int | None,
+        history_age: float | None,
+    ) -> None:
+        self.log_cap = _check_size("log_cap", log_cap, MIN_LOG_CAP)
+        self.history_bytes = _check_size("history_bytes", history_bytes, 0)
+        if history_age is not None and not (
+            isinstance(history_age, (int, float)) and history_age >= 0
+        ):
+            raise ValueError(f"history_age must be seconds >= 0 (or None), got {history_age!r}")
+        self.history_age = history_age
+        self.state_dir = state_dir
+        self.error: str | None = None
+        self.db: History | None = None
+        self._next_id = 1
+        if history:
+            try:
+                self.db = History(state_dir, token)
+            except ProcwindowError:
+                raise
+            except OSError as exc:
+                self.error = f"{state_dir}: {exc.strerror or exc}"
+                log.warning("history is off: %s", self.error)
+            else:
+                self.error = self.db.error
+        self.logs = LogDir(log_dir, token, state_dir if self.db is not None else None)
+        self._readers: OrderedDict[int, tuple[tuple[int, bool], DiskOutput]] = OrderedDict()
+        self._pruned_at = 0.0
+        self.prune(set(), force=True)
+
+    @property
+    def on(self) -> bool:
+        """True while history is kept."""
+        return self.db is not None
+
+    def next_id(self) -> int:
+        if self.db is not None:
+            return self.db.next_id()
+        proc_id, self._next_id = self._next_id, self._next_id + 1
+        return proc_id
+
+    def prepare(self, proc_id: int) -> DiskLog:
+        return self.logs.prepare(proc_id, self.log_cap)
+
+    # -- recording -----------------------------------------------------------------
+
+    def started(self, proc: Proc) -> None:
+        if self.db is None:
+            return
+        self.db.started(
+            proc_id=proc.id,
+            session=proc.session,
+            agent=proc.agent,
+            tool=proc.tool,
+            argv=proc.argv,
+            cwd=proc.cwd,
+            env=proc.env,
+            graceful_timeout=proc.graceful_timeout,
+            os_pid=proc.os_pid,
+            started_at=proc.started_at,
+            log_dir=self.logs.path,
+        )
+        self._note_error()
+
+    def ended(self, proc: Proc) -> None:
+        if self.db is None or proc.exit is None or proc.ended_at is None:
+            return
+        exit_ = proc.exit
+        self.db.ended(
+            proc.id,
+            ended_at=proc.ended_at,
+            code=exit_.code,
+            signal=exit_.signal,
+            reason=exit_.reason.value,
+            runtime=exit_.runtime,
+        )
+        self._note_error()
+
+    def output(self, child: Child) -> None:
+        """Record a child's output counters (its pipes closed, or it is dismissed)."""
+        if self.db is None:
+            return
+        disk = child.disk
+        self.db.output(
+            child.id,
+            stdout_bytes=disk.logs[Stream.STDOUT].size + disk.cut_bytes[Stream.STDOUT],
+            stderr_bytes=disk.logs[Stream.STDERR].size + disk.cut_bytes[Stream.STDERR],
+            lines=child.store.last_seq,
+            cut_bytes=sum(disk.cut_bytes.values()),
+            cut_lines=disk.cut_lines,
+            disk_bytes=disk.disk_bytes,
+            log_error=disk.error,
+        )
+        self._note_error()
+
+    def seen(self, now: float) -> None:
+        if self.db is not None:
+            self.db.seen(now)
+            self.db.flush()
+            self._note_error()
+
+    def _note_error(self) -> None:
+        if self.db is not None and self.db.error:
+            self.error = self.db.error
+            self.db = None
+
+    # -- reading -------------------------------------------------------------------
+
+    def row(self, proc_id: int) -> HistoryRow:
+        row = self.db.get(proc_id) if self.db is not None else None
+        if row is None:
+            raise ProcNotFound(proc_id)
+        return row
+
+    def past(self, proc_id: int) -> Proc:
+        return Proc._from_record(self.row(proc_id))
+
+    def rows(self, **filters: object) -> list[HistoryRow]:
+        if self.db is None:
+            return []
+        rows = self.db.rows(**filters)  # type: ignore[arg-type]
+        self._note_error()
+        return rows
+
+    def reader(self, directory: str, proc_id: int, finished: bool) -> DiskOutput:
+        """A reader of a proc's output on disk (kept open while it is unchanged)."""
+        path = journal_path(directory, proc_id)
+        try:
+            size = os.stat(path).st_size
+        except OSError:
+            size = -1
+        key = (size, finished)
+        cached = self._readers.get(proc_id)
+        if cached is not None and cached[0] == key:
+            self._readers.move_to_end(proc_id)
+            return cached[1]
+        if cached is not None:
+            cached[1].close()
+        logs = {s: log_file_path(directory, proc_id, s) for s in Stream}
+        out = DiskOutput(logs, path, finished=finished)
+        self._readers[proc_id] = (key, out)
+        while len(self._readers) > _READERS:
+            _, (_, old) = self._readers.popitem(last=False)
+            old.close()
+        return out
+
+    def read_past(
+        self, proc_id: int, since: int, limit: int | None, stream: Stream | None
+    ) -> ReadBatch:
+        row = self.row(proc_id)
+        finished = row.ended_at is not None or not row.live_run
+        out = self.reader(row.log_dir or self.logs.path, proc_id, finished)
+        lines, dropped, cursor = out.read(since, limit, stream)
+        last = out.last_seq
+        if lines:
+            last = max(last, lines[-1].seq)
+        eof = finished and (limit is None or len(lines) < limit or cursor >= last)
+        return ReadBatch(lines, dropped, cursor, eof)
+
+    def read_live(
+        self, child: Child, since: int, limit: int | None, stream: Stream | None, upto: int
+    ) -> tuple[list[Line], int, int] | None:
+        """Lines of a live child that left its ring, from disk; None without a journal."""
+        if self.db is None or child.disk.journal_path is None:
+            return None
+        out = self.reader(self.logs.path, child.id, finished=False)
+        return out.read(since, limit, stream, upto=upto)
+
+    def log_path(self, proc_id: int, stream: Stream) -> str:
+        row = self.row(proc_id)
+        return log_file_path(row.log_dir or self.logs.path, proc_id, stream)
+
+    # -- hiding, forgetting, pruning ---------------------------------------------------
+
+    def hide(self, proc_id: int) -> None:
+        if self.db is not None:
+            self.db.hide(proc_id)
+
+    def forget(self, proc_id: int, directory: str | None) -> None:
+        cached = self._readers.pop(proc_id, None)
+        if cached is not None:
+            cached[1].close()
+        LogDir.delete(directory or self.logs.path, proc_id)
+        if self.db is not None:
+            self.db.delete([proc_id])
+            self._note_error()
+
+    def forget_past(self, proc_id: int) -> None:
+        row = self.row(proc_id)
+        if row.ended_at is None and row.live_run:
+            raise ProcRunning(proc_id)
+        self.forget(proc_id, row.log_dir)
+
+    def prune(self, keep: set[int], now: float | None = None, *, force: bool = False) -> int:
+        """Delete the oldest finished procs' history beyond the total and age
+        bounds (never one in ``keep``); returns how many went."""
+        if self.db is None or (self.history_bytes is None and self.history_age is None):
+            return 0
+        mono = time.monotonic()
+        if not force and mono - self._pruned_at < _PRUNE_INTERVAL:
+            return 0
+        self._pruned_at = mono
+        rows = self.db.prunable(
+            total=self.history_bytes, max_age=self.history_age, now=now or time.time()
+        )
+        gone = 0
+        for row in rows:
+            if row.id in keep:
+                continue
+            self.forget(row.id, row.log_dir)
+            gone += 1
+        return gone
+
+    def close(self) -> None:
+        for _, out in self._readers.values():
+            out.close()
+        self._readers.clear()
+        if self.db is not None:
+            self.db.close()
+        self.logs.remove()

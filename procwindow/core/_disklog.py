@@ -1,0 +1,338 @@
+"""DiskLog: one proc's output on disk — a raw log file per stream and a journal.
+
+The log files are byte-exact copies of what each pipe gave. The journal says
+how the reads of both pipes interleaved: one fixed-size record per read, with
+the time the lines of that read carry, the seq of the last line complete
+after it, where it ends in its stream's file, and how many bytes of an
+unfinished line that stream held after it. That is all a reader needs to
+split the same lines, with the same seqs and times, in the same merged order
+(``_replay``).
+
+A cap bounds what one proc leaves on disk: the first ``cap / 4`` bytes (the
+head) stay; past the cap, the middle is cut so that at least the last
+``cap / 8`` bytes (the tail) stay. A cut moves the tail down in each file,
+drops the journal records of what was cut and writes a CUT record per stream
+in their place, carrying the bytes cut so far. No line is ever written twice.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import struct
+import time
+from typing import NamedTuple
+
+from ._errors import UnsafePath
+from ._private import open_private_file
+from ._types import Stream
+
+__all__ = [
+    "CUT",
+    "DATA",
+    "EOF",
+    "RECORD",
+    "DiskLog",
+    "LogFile",
+    "Record",
+    "journal_records",
+]
+
+#: One journal record: time, last seq, end offset in the stream's file, extra
+#: (DATA: pending bytes after it; CUT: bytes cut from this stream so far),
+#: stream index | kind << 8 | mid << 16 (CUT: the kept part starts inside a
+#: line). Five 8-byte words, so columns can be read with ``memoryview.cast``
+#: without unpacking each record.
+RECORD = struct.Struct("<dQQQQ")
+#: Kinds of journal record.
+DATA, EOF, CUT = 0, 1, 2
+STREAMS = (Stream.STDOUT, Stream.STDERR)
+
+#: How often (seconds) an open log file is checked for having been removed.
+_LOG_CHECK_INTERVAL = 1.0
+#: Bytes copied at a time when a tail is moved down by hand.
+_MOVE_CHUNK = 1024 * 1024
+
+
+class Record(NamedTuple):
+    time: float
+    last_seq: int
+    end: int
+    extra: int
+    stream: int
+    kind: int
+    mid: int = 0
+
+
+def journal_records(data: bytes) -> list[Record]:
+    """Parse a journal (a torn last record, from a crash, is ignored)."""
+    usable = len(data) - len(data) % RECORD.size
+    return [
+        Record(t, seq, end, extra, sk & 0xFF, (sk >> 8) & 0xFF, sk >> 16)
+        for t, seq, end, extra, sk in RECORD.iter_unpack(memoryview(data)[:usable])
+    ]
+
+
+class LogFile:
+    """One raw, byte-exact log file. A failure to write never stops capture.
+
+    On the first error (ENOSPC, EIO, a removed file…) the file is closed,
+    ``error`` holds the OS error text, and later writes are dropped.
+    """
+
+    __slots__ = ("_checked", "_fd", "_opened", "error", "path", "size")
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.error: str | None = None
+        self.size = 0
+        self._fd: int | None = None
+        self._opened = False
+        self._checked = time.monotonic()
+
+    @property
+    def fd(self) -> int | None:
+        if not self._opened:
+            self._open()
+        return self._fd
+
+    def _open(self) -> None:
+        # Opened on first use, so an idle child costs no log fds. Whatever sits
+        # at the path already (a planted FIFO, a symlink, someone else's file)
+        # is refused without blocking and without writing a byte to it.
+        self._opened = True
+        try:
+            self._fd = open_private_file(self.path, what="log file", readable=True)
+        except UnsafePath as exc:
+            self.error = str(exc)
+        except OSError as exc:
+            self.error = f"{self.path}: {exc.strerror or exc}"
+
+    def write(self, data: bytes | memoryview) -> bool:
+        """Append ``data``; on failure record the error, stop logging, return False."""
+        fd = self.fd
+        if fd is None:
+            return False
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+                self.size += n
+            now = time.monotonic()
+            if now - self._checked > _LOG_CHECK_INTERVAL:
+                self._checked = now
+                if os.fstat(fd).st_nlink == 0:
+                    raise OSError(errno.ENOENT, "log file was removed")
+        except OSError as exc:
+            self.fail(exc)
+            return False
+        return True
+
+    def fail(self, exc: OSError) -> None:
+        self.error = f"{self.path}: {exc.strerror or exc}"
+        self.close()
+
+    def finish(self) -> None:
+        """The stream ended: make sure the file exists (even empty), then close it."""
+        if not self._opened:
+            self._open()
+        self.close()
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self._fd is not None:
+            fd, self._fd = self._fd, None
+            os.close(fd)
+
+
+class DiskLog:
+    """Writes one proc's raw logs and journal, within ``cap`` bytes (None: no cap).
+
+    After the first error nothing more is written (what is on disk stays
+    consistent and readable up to there); ``error`` says why, and ``complete``
+    turns False.
+    """
+
+    def __init__(
+        self, logs: dict[Stream, LogFile], journal_path: str | None, cap: int | None
+    ) -> None:
+        self.logs = logs
+        self.journal_path = journal_path
+        self.cap = cap
+        self._head_cap = cap // 4 if cap is not None else None
+        self._keep = max(cap // 8, 1) if cap is not None else 0
+        self._journal: LogFile | None = LogFile(journal_path) if journal_path else None
+        self._records = 0
+        self._head_records: int | None = None  # records that make up the head
+        self.cut_bytes = dict.fromkeys(STREAMS, 0)
+        self.cut_lines = 0
+        self._head_last_seq = 0
+        self._mid = {0: False, 1: False}  # a stream's kept tail starts inside a line
+        self._stopped = False
+
+    @property
+    def error(self) -> str | None:
+        for f in (*self.logs.values(), self._journal):
+            if f is not None and f.error:
+                return f.error
+        return None
+
+    @property
+    def complete(self) -> bool:
+        """True while disk holds everything but what the cap cut."""
+        return self._journal is not None and not self._stopped and self.error is None
+
+    @property
+    def disk_bytes(self) -> int:
+        journal = self._journal.size if self._journal is not None else 0
+        return sum(f.size for f in self.logs.values()) + journal
+
+    def write(
+        self, stream: Stream, data: memoryview, now: float, last_seq: int, pending: int
+    ) -> None:
+        """Log one read of ``stream`` and journal it."""
+        if self._stopped:
+            return
+        log = self.logs[stream]
+        if not log.write(data):
+            self._stopped = True
+            return
+        self._record(now, last_seq, log.size, pending, stream, DATA)
+        if self.cap is not None:
+            if self._head_records is None:
+                if sum(f.size for f in self.logs.values()) >= (self._head_cap or 0):
+                    self._head_records = self._records
+                    self._head_last_seq = last_seq
+            elif self.disk_bytes > self.cap:
+                self._cut(now)
+
+    def end(self, stream: Stream, now: float, last_seq: int) -> None:
+        """A stream ended (its last, unterminated line was flushed at ``now``)."""
+        log = self.logs[stream]
+        if not self._stopped:
+            self._record(now, last_seq, log.size, 0, stream, EOF)
+        log.finish()
+
+    def _record(
+        self, now: float, last_seq: int, end: int, extra: int, stream: Stream, kind: int
+    ) -> None:
+        journal = self._journal
+        if journal is None:
+            return
+        index = 0 if stream is Stream.STDOUT else 1
+        if journal.write(RECORD.pack(now, last_seq, end, extra, index | kind << 8)):
+            self._records += 1
+        else:
+            self._stopped = True
+
+    def close(self) -> None:
+        for f in (*self.logs.values(), self._journal):
+            if f is not None:
+                f.close()
+
+    # -- the cap ---------------------------------------------------------------
+
+    def _cut(self, now: float) -> None:
+        """Cut the middle: keep the head, and the newest ``keep`` bytes of the rest."""
+        journal = self._journal
+        head = self._head_records
+        assert journal is not None
+        assert head is not None
+        try:
+            jfd = journal.fd
+            if jfd is None:
+                return
+            data = os.pread(jfd, journal.size, 0)
+            records = journal_records(data)
+            # The tail: what follows the head and the CUT records of an earlier cut.
+            tail = head
+            while tail < len(records) and records[tail].kind == CUT:
+                tail += 1
+            ends = {0: 0, 1: 0}  # file offsets where each stream's tail starts
+            for r in records[:tail]:
+                ends[r.stream] = r.end
+            # Each read's size is its end minus the previous end of its stream.
+            prev = dict(ends)
+            size_of: list[int] = []
+            for r in records[tail:]:
+                size_of.append(r.end - prev[r.stream] if r.kind != CUT else 0)
+                prev[r.stream] = r.end
+            kept, first = 0, len(records)
+            for i in range(len(records) - 1, tail - 1, -1):
+                if kept >= self._keep:
+                    break
+                kept += size_of[i - tail]
+                first = i
+            if first <= tail:
+                return  # one read bigger than the tail: nothing can go yet
+            # Where each stream's kept part starts now.
+            src = dict(ends)
+            for r in records[tail:first]:
+                src[r.stream] = r.end
+            for index, stream in enumerate(STREAMS):
+                if src[index] == ends[index]:
+                    continue  # nothing of this stream in what goes
+                last = [r for r in records[tail:first] if r.stream == index][-1]
+                self._mid[index] = last.kind == DATA and last.extra > 0
+                if not self._move(self.logs[stream], src[index], ends[index]):
+                    self._stopped = True
+                    return
+                self.cut_bytes[stream] += src[index] - ends[index]
+            seq = records[first - 1].last_seq
+            out = bytearray(data[: head * RECORD.size])
+            cut = [i for i in (0, 1) if self.cut_bytes[STREAMS[i]]]
+            for index in cut:
+                tag = index | CUT << 8 | self._mid[index] << 16
+                out += RECORD.pack(now, seq, ends[index], self.cut_bytes[STREAMS[index]], tag)
+            # Lines gone: those between the head and the tail, and each line
+            # the tail starts inside of.
+            self.cut_lines = seq - self._head_last_seq + sum(self._mid[i] for i in cut)
+            for r in records[first:]:
+                shift = src[r.stream] - ends[r.stream]
+                out += RECORD.pack(
+                    r.time, r.last_seq, r.end - shift, r.extra, r.stream | r.kind << 8
+                )
+            os.pwrite(jfd, out, 0)
+            os.ftruncate(jfd, len(out))
+            os.lseek(jfd, len(out), os.SEEK_SET)
+            journal.size = len(out)
+            self._records = len(out) // RECORD.size
+        except OSError as exc:
+            journal.fail(exc)
+            self._stopped = True
+
+    @staticmethod
+    def _move(log: LogFile, src: int, dst: int) -> bool:
+        """Move the bytes of ``log`` from ``src`` to its end down to ``dst``; truncate."""
+        if src == dst:
+            return True
+        fd = log.fd
+        if fd is None:
+            return False
+        try:
+            length = log.size - src
+            done = 0
+            fast = True
+            while done < length:
+                # Pieces no longer than the distance never overlap themselves.
+                want = min(length - done, src - dst, _MOVE_CHUNK * 16)
+                n = 0
+                if fast:
+                    try:
+                        n = os.copy_file_range(fd, fd, want, src + done, dst + done)
+                    except OSError:
+                        fast = False
+                if not fast:
+                    chunk = os.pread(fd, min(want, _MOVE_CHUNK), src + done)
+                    n = os.pwrite(fd, chunk, dst + done)
+                if n <= 0:
+                    raise OSError(errno.EIO, "short copy while cutting a log")
+                done += n
+            os.ftruncate(fd, dst + length)
+            os.lseek(fd, dst + length, os.SEEK_SET)
+            log.size = dst + length
+        except OSError as exc:
+            log.fail(exc)
+            return False
+        return True
