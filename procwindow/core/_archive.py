@@ -3,10 +3,12 @@ journal, the history database — and the rules that bound them on disk."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import time
 from collections import OrderedDict
+from collections.abc import Iterator
 
 from ._child import Child
 from ._disklog import DiskLog
@@ -83,14 +85,20 @@ class Archive:
         if history:
             try:
                 self.db = History(state_dir, token)
-            except ProcwindowError:
-                raise
+            except ProcwindowError as exc:  # an unsafe state directory
+                self.error = str(exc)
+                log.warning("history is off: %s", self.error)
             except OSError as exc:
                 self.error = f"{state_dir}: {exc.strerror or exc}"
                 log.warning("history is off: %s", self.error)
             else:
                 self.error = self.db.error
-        self.logs = LogDir(log_dir, token, state_dir if self.db is not None else None)
+        try:
+            self.logs = LogDir(log_dir, token, state_dir if self.db is not None else None)
+        except BaseException:
+            if self.db is not None:
+                self.db.close()
+            raise
         self._readers: OrderedDict[int, tuple[tuple[int, bool], DiskOutput]] = OrderedDict()
         self._pruned_at = 0.0
         self.prune(set(), force=True)
@@ -98,13 +106,17 @@ class Archive:
     @property
     def on(self) -> bool:
         """True while history is kept."""
-        return self.db is not None
+        return self.db is not None and self.db.available
 
-    def next_id(self) -> int:
+    @contextlib.contextmanager
+    def reserve_id(self) -> Iterator[int]:
+        """The id of the proc being spawned, used up only if the block succeeds."""
         if self.db is not None:
-            return self.db.next_id()
-        proc_id, self._next_id = self._next_id, self._next_id + 1
-        return proc_id
+            with self.db.reserve_id() as proc_id:
+                yield proc_id
+            return
+        yield self._next_id
+        self._next_id += 1
 
     def prepare(self, proc_id: int) -> DiskLog:
         return self.logs.prepare(proc_id, self.log_cap)
@@ -167,9 +179,9 @@ class Archive:
             self._note_error()
 
     def _note_error(self) -> None:
+        # A database that broke is no longer written; its id counter still serves.
         if self.db is not None and self.db.error:
             self.error = self.db.error
-            self.db = None
 
     # -- reading -------------------------------------------------------------------
 
@@ -228,7 +240,7 @@ class Archive:
         self, child: Child, since: int, limit: int | None, stream: Stream | None, upto: int
     ) -> tuple[list[Line], int, int] | None:
         """Lines of a live child that left its ring, from disk; None without a journal."""
-        if self.db is None or child.disk.journal_path is None:
+        if child.disk.journal_path is None or child.disk.error is not None:
             return None
         out = self.reader(self.logs.path, child.id, finished=False)
         return out.read(since, limit, stream, upto=upto)

@@ -23,7 +23,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -252,19 +252,21 @@ class History:
 
     # -- ids -------------------------------------------------------------------------
 
-    def next_id(self) -> int:
-        """A proc id no supervisor of this state directory has used."""
+    @contextlib.contextmanager
+    def reserve_id(self) -> Iterator[int]:
+        """A proc id no supervisor of this state directory has used: taken for
+        good only if the block succeeds (a spawn that fails leaves no gap).
+        Other supervisors wait for the block (a spawn: about a millisecond)."""
         fd = self._ids_fd
         assert fd is not None
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            raw = os.pread(fd, 32, 0)
-            current = int(raw.strip() or b"0") if raw.strip().isdigit() else 0
-            new = current + 1
+            raw = os.pread(fd, 32, 0).strip()
+            new = (int(raw) if raw.isdigit() else 0) + 1
+            yield new
             self._write_counter(fd, new)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
-        return new
 
     def _raise_counter(self, at_least: int) -> None:
         fd = self._ids_fd

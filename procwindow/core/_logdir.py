@@ -27,8 +27,8 @@ def journal_path(directory: str, proc_id: int) -> str:
 
 
 class LogDir:
-    """The directory of one supervisor's log files: ``<proc id>.<stream>.log``,
-    and ``<proc id>.journal`` when it keeps history.
+    """The directory of one supervisor's log files: ``<proc id>.<stream>.log``
+    and ``<proc id>.journal``.
 
     ``path=None`` with a ``state_dir`` logs to ``<state_dir>/logs/``, kept for
     the history; with neither, to a run directory of our own under
@@ -55,7 +55,6 @@ class LogDir:
             self._root = private_state_root()
             self.path = os.path.join(self._root, "logs", f"{stamp}-{token}")
             self._own = True
-        self.journals = state_dir is not None
         self._ready = False
 
     def file_path(self, proc_id: int, stream: Stream | str) -> str:
@@ -71,7 +70,7 @@ class LogDir:
         LogFile carries the error.
         """
         ready = self._ensure()
-        journal = journal_path(self.path, proc_id) if self.journals else None
+        journal = journal_path(self.path, proc_id)
         if ready:
             for stream in Stream:
                 check_private_file(self.file_path(proc_id, stream), what="log file")

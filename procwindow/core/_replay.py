@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 
 from ._disklog import CUT, DATA, EOF, RECORD, STREAMS
-from ._output import OutputStore
+from ._output import LINE_MAX, OutputStore
 from ._types import Line, Stream
 
 __all__ = ["DiskOutput"]
@@ -64,7 +64,10 @@ class DiskOutput:
     (it holds the files open).
     """
 
-    def __init__(self, logs: dict[Stream, str], journal: str, *, finished: bool) -> None:
+    def __init__(
+        self, logs: dict[Stream, str], journal: str, *, finished: bool, line_max: int = LINE_MAX
+    ) -> None:
+        self._line_max = line_max
         self._files = {s: _Window(logs[s]) for s in STREAMS}
         try:
             with open(journal, "rb", opener=_no_follow) as f:
@@ -182,7 +185,7 @@ class DiskOutput:
         if first >= n:
             return
         base = seq[first - 1] if first else 0
-        store = OutputStore(1 << 62, 1 << 62)
+        store = OutputStore(1 << 62, 1 << 62, line_max=self._line_max)
         ends: dict[int, int] = {}
         skip: dict[int, bool] = {}
         pending: dict[Stream, bytes] = {}

@@ -186,7 +186,7 @@ async def search_procs(
         if child is not None:
             scope = (child.proc.session, child.proc.agent)
             lines: AsyncIterator[Line]
-            if archive.on and child.disk.complete:
+            if child.disk.error is None:
                 out = archive.reader(archive.logs.path, proc_id, finished=False)
                 lines = scan_disk(out, match)
             else:

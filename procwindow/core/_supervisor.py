@@ -137,8 +137,8 @@ class Supervisor:
 
     Memory: each proc's ring holds at most ``ring_lines`` lines and
     ``ring_bytes`` bytes, and all rings together ``ring_budget`` bytes; past
-    that, finished procs give theirs back first (with history their lines are
-    read from disk), then the biggest rings shrink.
+    that, finished procs give theirs back first, then the biggest rings
+    shrink. Lines that leave a ring are read back from the log files.
 
     ``subreaper=True`` is for a process that belongs to the supervisor (as
     ``procwindow serve`` and the window do): it becomes the child subreaper
@@ -380,10 +380,10 @@ class Supervisor:
         grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)
         env_now = _spawn.child_env(overrides, f"{self._token}:0")
         exe = resolve(args[0], env_now, cwd_s)
-        proc_id = self._archive.next_id()
-        env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
-        disk = self._archive.prepare(proc_id)
-        started = _spawn.start(args, exe, cwd_s, env_now, run.devnull)
+        with self._archive.reserve_id() as proc_id:
+            env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
+            disk = self._archive.prepare(proc_id)
+            started = _spawn.start(args, exe, cwd_s, env_now, run.devnull)
         pid = started.popen.pid
         if self._watchdog is not None:
             self._watchdog.started(pid, started.start)
@@ -487,11 +487,10 @@ class Supervisor:
         """All rings together hold more than ``ring_budget``: finished procs whose
         lines are all on disk give theirs back, then the biggest rings shrink."""
         budget = self._budget
-        on_disk = self._archive.on
         for child in self._children.values():
             if budget.used <= budget.limit:
                 return
-            if on_disk and not child.open_streams and child.disk.complete:
+            if not child.open_streams and child.disk.complete:
                 child.store.shrink(0)
         while budget.used > budget.limit:
             biggest = max(self._children.values(), key=lambda c: c.store.nbytes, default=None)

@@ -88,7 +88,7 @@ class ProcController(QObject):
 
     @Slot(int)
     def dismiss(self, procId: int) -> None:
-        """Remove an exited proc from the supervisor (its row goes away)."""
+        """Hide an exited proc from the live view (its row goes away; its history stays)."""
         try:
             self._sup.dismiss(procId)
         except ProcwindowError as exc:

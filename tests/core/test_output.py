@@ -39,7 +39,9 @@ def test_200mb_without_newline_bounded_memory_and_exact_log(run, tmp_path):
 
     async def main():
         rss0 = psutil.Process().memory_info().rss
-        async with Supervisor(log_dir=tmp_path / "logs", ring_bytes=8 * 1024 * 1024) as sup:
+        async with Supervisor(
+            log_dir=tmp_path / "logs", ring_bytes=8 * 1024 * 1024, log_cap=None
+        ) as sup:
             p = await sup.spawn(py(writer), session="s", agent="a")
             await sup.wait(p.id)
             await until(lambda: not p.output_open)
@@ -57,9 +59,13 @@ def test_200mb_without_newline_bounded_memory_and_exact_log(run, tmp_path):
                 left -= n
             got = hashlib.sha256(Path(sup.log_path(p.id, "stdout")).read_bytes())
             assert got.hexdigest() == want.hexdigest()
-            batch = sup.read(p.id)
-            assert batch.dropped > 0  # most pieces fell off the 8 MiB ring
-            assert all(ln.split for ln in batch.lines[:-1])  # pieces of one long line
+            # The ring kept the last 8 MiB; the first pieces come back from disk.
+            assert sup.read(p.id).dropped == 0  # (read before the assertions below)
+            batch = sup.read(p.id, limit=50)
+            assert batch.dropped == 0
+            assert len(batch.lines) == 50
+            assert batch.lines[0].seq == 1
+            assert all(ln.split for ln in batch.lines)  # pieces of one long line
             assert all(len(ln.text.encode()) <= LINE_MAX * 3 for ln in batch.lines)
 
     run(main())
@@ -147,24 +153,46 @@ def test_cursor_returns_each_line_once_in_one_order_across_streams(run, tmp_path
     run(main())
 
 
-def test_ring_bounded_by_lines_reports_dropped(run, tmp_path):
+def test_ring_bounded_by_lines_reads_the_rest_from_disk(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, ring_lines=1000) as sup:
             p = await sup.spawn(py("for i in range(50000): print(i)"), session="s", agent="a")
             await sup.wait(p.id)
             await until(lambda: not p.output_open)
+            child = sup._child(p.id)
+            assert child.store.first_seq == 49001  # the ring holds the last 1,000
             batch = sup.read(p.id)
-            assert len(batch.lines) == 1000
-            assert batch.dropped == 49000
-            assert _texts(batch) == [str(i) for i in range(49000, 50000)]
+            assert batch.dropped == 0
+            assert _texts(batch) == [str(i) for i in range(50000)]
             # the log keeps everything
             assert Path(sup.log_path(p.id, "stdout")).read_text().split() == [
                 str(i) for i in range(50000)
             ]
-            # a cursor inside the dropped range resumes at the oldest line held
-            later = sup.read(p.id, since=48999 + 500)
+            # a cursor anywhere resumes right after it, from disk or the ring
+            later = sup.read(p.id, since=48999 + 500, limit=3)
             assert later.dropped == 0
-            assert later.lines[0].text == "49499"
+            assert _texts(later) == ["49499", "49500", "49501"]
+            early = sup.read(p.id, since=10, limit=2)
+            assert (_texts(early), early.cursor) == (["10", "11"], 12)
+
+
+def test_ring_without_logs_reports_dropped(run, tmp_path):
+    async def main():
+        logs = tmp_path / "logs"
+        async with Supervisor(log_dir=logs, ring_lines=1000) as sup:
+            first = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(first.id)
+            await until(lambda: not first.output_open)
+            for f in logs.iterdir():
+                f.unlink()
+            logs.rmdir()  # no log can be written now: the ring is all there is
+            p = await sup.spawn(py("for i in range(5000): print(i)"), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            assert p.log_error
+            batch = sup.read(p.id)
+            assert batch.dropped == 4000
+            assert _texts(batch) == [str(i) for i in range(4000, 5000)]
 
     run(main())
 
@@ -199,18 +227,19 @@ def test_log_files_private_and_named_from_ids(run, tmp_path):
                 assert stat.S_IMODE((logs / name).stat().st_mode) == 0o600
                 assert (logs / name).read_bytes() == body
             assert sup.log_path(p.id, "stderr") == str(logs / "1.stderr.log")
-            sup.dismiss(p.id, keep_logs=True)
-            assert sorted(os.listdir(logs)) == ["1.stderr.log", "1.stdout.log"]
+            assert stat.S_IMODE((logs / "1.journal").stat().st_mode) == 0o600
+            sup.dismiss(p.id)  # dismiss keeps the logs
+            assert sorted(os.listdir(logs)) == ["1.journal", "1.stderr.log", "1.stdout.log"]
             q = await sup.spawn(["true"], session="s", agent="a")
             await sup.wait(q.id)
             await until(lambda: not q.output_open)
-            sup.dismiss(q.id)
-            assert sorted(os.listdir(logs)) == ["1.stderr.log", "1.stdout.log"]
+            sup.forget(q.id)  # forget deletes them
+            assert sorted(os.listdir(logs)) == ["1.journal", "1.stderr.log", "1.stdout.log"]
 
     run(main())
 
 
-def test_default_log_dir_is_under_xdg_state_and_removed_on_close(run, tmp_path, monkeypatch):
+def test_default_log_dir_is_under_xdg_state_and_kept(run, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
 
     async def main():
@@ -219,9 +248,17 @@ def test_default_log_dir_is_under_xdg_state_and_removed_on_close(run, tmp_path, 
             await sup.wait(p.id)
             await until(lambda: not p.output_open)
             path = Path(sup.log_path(p.id))
-            assert path.is_relative_to(tmp_path / "state" / "procwindow")
+            assert path.parent == tmp_path / "state" / "procwindow" / "logs"
             assert path.read_bytes() == b"hi\n"
-        assert not path.parent.exists()
+        assert path.read_bytes() == b"hi\n"  # history keeps it
+        async with Supervisor(history=False) as sup:
+            p = await sup.spawn(["echo", "hi"], session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            temp = Path(sup.log_path(p.id))
+            assert temp.parent.parent == tmp_path / "state" / "procwindow" / "logs"
+            assert temp.read_bytes() == b"hi\n"
+        assert not temp.parent.exists()  # without history, removed on close
 
     run(main())
 

@@ -109,7 +109,7 @@ def test_the_default_log_dir_is_private_and_removed_on_close(tmp_path, monkeypat
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
 
     async def main():
-        async with Supervisor() as sup:
+        async with Supervisor(history=False) as sup:
             await _run_echo(sup)
             for level in (tmp_path / "procwindow", tmp_path / "procwindow" / "logs"):
                 assert stat.S_IMODE(level.stat().st_mode) == 0o700
@@ -118,6 +118,22 @@ def test_the_default_log_dir_is_private_and_removed_on_close(tmp_path, monkeypat
 
     log_dir = asyncio.run(main())
     assert not os.path.exists(log_dir)
+
+
+def test_the_history_state_dir_is_private_and_kept(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+
+    async def main():
+        async with Supervisor() as sup:
+            await _run_echo(sup)
+            return sup.log_dir
+
+    log_dir = asyncio.run(main())
+    assert log_dir == str(tmp_path / "procwindow" / "logs")
+    for level in (tmp_path / "procwindow", tmp_path / "procwindow" / "logs"):
+        assert stat.S_IMODE(level.stat().st_mode) == 0o700
+    assert stat.S_IMODE((tmp_path / "procwindow" / "history.db").stat().st_mode) == 0o600
+    assert sorted(os.listdir(log_dir)) == ["1.journal", "1.stderr.log", "1.stdout.log"]
 
 
 def test_serve_with_an_unsafe_log_dir_is_a_one_line_error(tmp_path):

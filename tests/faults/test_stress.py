@@ -1,4 +1,5 @@
-"""Stress: 2,000 short-lived children churned with output and random term/kill/dismiss."""
+"""Stress: 2,000 short-lived children churned with output and random term/kill,
+then dismissed or forgotten."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ def test_churn_2000_children(run, tmp_path):
             rss0, fds0, threads0 = me.memory_info().rss, me.num_fds(), threading.active_count()
             slots = asyncio.Semaphore(IN_FLIGHT)
             outcomes: dict[str, int] = {}
+            kept = {warm.id}  # dismissed: their history stays; the others are forgotten
 
             async def one(i: int) -> None:
                 async with slots:
@@ -57,7 +59,11 @@ def test_churn_2000_children(run, tmp_path):
                         await sup.term(p.id)  # stops what it left behind
                     assert p.state is ProcState.EXITED
                     sup.read(p.id)
-                    sup.dismiss(p.id)
+                    if i % 2:
+                        sup.forget(p.id)
+                    else:
+                        sup.dismiss(p.id)
+                        kept.add(p.id)
                     outcomes[p.exit.reason.value] = outcomes.get(p.exit.reason.value, 0) + 1
 
             await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(TOTAL))), 240)
@@ -70,7 +76,10 @@ def test_churn_2000_children(run, tmp_path):
             grown = me.memory_info().rss - rss0
             assert grown < 32 * 1024 * 1024, f"RSS grew {grown >> 20} MiB"
             assert [c for c in me.children(recursive=True) if c.pid != sup._watchdog.pid] == []
-            assert os.listdir(tmp_path) == []  # every log deleted with its dismiss
+            # Dismissed procs keep their logs and journal; forgotten ones keep nothing.
+            assert {int(name.split(".")[0]) for name in os.listdir(tmp_path)} == kept
+            assert len(os.listdir(tmp_path)) == 3 * len(kept)
+            assert {p.id for p in sup.history()} == kept
             print(
                 f"\nstress: {outcomes}, RSS +{grown / 2**20:.1f} MiB, fds {me.num_fds() - fds0:+d}"
             )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
 
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from procwindow.core import InvalidPattern, Pattern, Stream
+from procwindow.core._disklog import DiskLog, LogFile
 from procwindow.core._output import OutputStore
+from procwindow.core._replay import DiskOutput
 
 LIMIT = 12  # a small line cap, so that splitting is exercised constantly
 
@@ -66,13 +70,25 @@ def reference(data: bytes, limit: int) -> list[tuple[str, bool]]:
     return out
 
 
-def capture(chunks: list[tuple[Stream, bytes]]) -> OutputStore:
-    store = OutputStore(10**9, 10**9, lambda: 0.0, line_max=LIMIT)
-    for stream, chunk in chunks:
+def capture(chunks: list[tuple[Stream, bytes]], disk: DiskLog | None = None) -> OutputStore:
+    """Feed the chunks as the supervisor does, each at its own time (and into
+    ``disk``, the log files and journal, when given)."""
+    store = OutputStore(10**9, 10**9, line_max=LIMIT)
+    for i, (stream, chunk) in enumerate(chunks):
         buf = bytearray(chunk)  # a reusable buffer, as the supervisor's
-        store.feed(stream, buf, len(chunk))
+        store.feed(stream, buf, len(chunk), float(i))
+        if disk is not None:
+            disk.write(
+                stream,
+                memoryview(buf)[: len(chunk)],
+                float(i),
+                store.last_seq,
+                store.pending_size(stream),
+            )
     for stream in Stream:
-        store.flush(stream)
+        store.flush(stream, 1e6)
+        if disk is not None:
+            disk.end(stream, 1e6, store.last_seq)
     return store
 
 
@@ -111,6 +127,42 @@ def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
     store = capture(merged)
     assert lines_of(store, Stream.STDOUT) == reference(out, LIMIT)
     assert lines_of(store, Stream.STDERR) == reference(err, LIMIT)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    streams,
+    streams,
+    st.lists(st.integers(0, 10**6), max_size=20),
+    st.randoms(),
+    st.lists(st.integers(0, 400), max_size=6),
+    st.integers(1, 50),
+)
+def test_replay_from_disk_gives_the_same_lines(out, err, points, rnd, starts, limit):
+    """What the journal and the log files give back, from any seq and in any
+    step, is exactly what the ring gave."""
+    pieces = [(Stream.STDOUT, p) for p in cut(out, points)]
+    epieces = [(Stream.STDERR, p) for p in cut(err, points[::-1])]
+    merged = []
+    while pieces or epieces:
+        source = pieces if (pieces and (not epieces or rnd.random() < 0.5)) else epieces
+        merged.append(source.pop(0))
+    with tempfile.TemporaryDirectory() as tmp:
+        logs = {s: os.path.join(tmp, f"1.{s.value}.log") for s in Stream}
+        disk = DiskLog(
+            {s: LogFile(path) for s, path in logs.items()}, os.path.join(tmp, "1.journal"), None
+        )
+        store = capture(merged, disk)
+        disk.close()
+        # The same splitting rules as the ring, at the small line cap.
+        with DiskOutput(
+            logs, os.path.join(tmp, "1.journal"), finished=True, line_max=LIMIT
+        ) as replay:
+            assert replay.read(0) == store.read(0)
+            for since in starts:
+                assert replay.read(since, limit) == store.read(since, limit)
+                for stream in Stream:
+                    assert replay.read(since, limit, stream) == store.read(since, limit, stream)
 
 
 def reference_match(pattern: str, topic: str) -> bool:

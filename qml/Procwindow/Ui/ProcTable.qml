@@ -317,7 +317,7 @@ FocusScope {
                         IconButton {
                             objectName: "dismissButton-" + actionsCell.procId
                             iconName: "dismiss"
-                            tip: qsTr("Dismiss")
+                            tip: qsTr("Dismiss: hide from this list; its output stays in the history")
                             shortcutText: table.dismissShortcut
                             enabled: actionsCell.canDismiss
                             onClicked: table.dismissRequested(actionsCell.procId)
