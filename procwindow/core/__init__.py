@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
 from ._errors import (
     CommandNotFound,
     CwdMissing,
@@ -20,7 +21,6 @@ from ._errors import (
 )
 from ._events import Subscription
 from ._output import LINE_MAX
-from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
 from ._proc import Proc
 from ._search import SearchHit
 from ._supervisor import Supervisor

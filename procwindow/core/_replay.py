@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterator
 
 from ._disklog import CUT, DATA, EOF, RECORD, STREAMS
-from ._output import LINE_MAX, OutputStore
+from ._output import LINE_MAX, OutputStore, _decode_lines
 from ._types import Line, Stream
 
 __all__ = ["DiskOutput"]
@@ -278,6 +278,43 @@ class DiskOutput:
             return mine[j]
         eofs = [k for k in self._by_stream[index] if self.kind[k] == EOF]
         return eofs[-1] if eofs else None
+
+    def lines_at(self, k: int, ends: list[int]) -> list[Line] | None:
+        """The lines of record ``k`` whose ``\n`` is at the file offsets
+        ``ends`` (sorted), cut straight from the log; None when only a replay
+        of the record gives them exactly (an over-long line, a cut)."""
+        if self.kind[k] != DATA or self.seq[k] == _UNKNOWN or k == 0:
+            return None
+        index = self.stream[k]
+        mine = self._by_stream[index]
+        j = bisect.bisect_left(mine, k)
+        prev = mine[j - 1] if j else None
+        if prev is not None and self.kind[prev] == CUT:
+            return None
+        start = self.end[prev] if prev is not None else 0
+        f = self._files[STREAMS[index]]
+        data = f.get(start, self.end[k])
+        if data.count(b"\n") != self.seq[k] - self.seq[k - 1]:
+            return None  # pieces of an over-long line took seqs too
+        out: list[Line] = []
+        seq = self.seq[k - 1]
+        pos = 0
+        for end in ends:
+            rel = end - start
+            seq += data.count(b"\n", pos, rel + 1)
+            pos = rel + 1
+            first = data.rfind(b"\n", 0, rel) + 1
+            if first == 0:  # the line began in an earlier read
+                pend = self.extra[prev] if prev is not None else 0
+                head = f.get(start - pend, start) if pend else b""
+                raw = head + data[:rel]
+            else:
+                raw = data[first:rel]
+            if len(raw) > self._line_max:
+                return None
+            text = _decode_lines(raw)[0]
+            out.append(Line(seq, STREAMS[index], self.time[k], text, False))
+        return out
 
     def record_lines(self, k: int) -> list[Line]:
         """The lines record ``k`` completed."""

@@ -122,7 +122,7 @@ async def scan_lines(lines: Callable[[int], list[Line]], match: Matcher) -> Asyn
 
 async def scan_disk(out: DiskOutput, match: Matcher) -> AsyncIterator[Line]:
     """Matching lines of a proc's output on disk, in seq order."""
-    records: set[int] = set()
+    records: dict[int, list[int]] = {}
     deadline = time.monotonic() + _SLICE
     for index, stream in enumerate((Stream.STDOUT, Stream.STDERR)):
         f = out.file(stream)
@@ -141,14 +141,19 @@ async def scan_disk(out: DiskOutput, match: Matcher) -> AsyncIterator[Line]:
             for end in match.line_ends(block[:cut] if cut < len(block) else block):
                 k = out.record_at(index, base + end)
                 if k is not None:
-                    records.add(k)
+                    records.setdefault(k, []).append(base + end)
             if time.monotonic() > deadline:
                 await asyncio.sleep(0)
                 deadline = time.monotonic() + _SLICE
     for k in sorted(records):
         stream = (Stream.STDOUT, Stream.STDERR)[out.stream[k]]
-        for line in out.record_lines(k):
-            if line.stream is stream and match.line(line.text):
+        # Only the candidate lines, cut from the log; a replay of the whole
+        # read where that would not be exact.
+        lines = out.lines_at(k, sorted(records[k]))
+        if lines is None:
+            lines = [ln for ln in out.record_lines(k) if ln.stream is stream]
+        for line in lines:
+            if match.line(line.text):
                 yield line
         if time.monotonic() > deadline:
             await asyncio.sleep(0)

@@ -159,6 +159,23 @@ def test_replay_from_disk_gives_the_same_lines(out, err, points, rnd, starts, li
             logs, os.path.join(tmp, "1.journal"), finished=True, line_max=LIMIT
         ) as replay:
             assert replay.read(0) == store.read(0)
+            # Search cuts candidate lines straight from the log: the same lines.
+            starts = {0: 0, 1: 0}
+            for k in range(len(replay.seq)):
+                index, end = replay.stream[k], replay.end[k]
+                if replay.kind[k] == 0:
+                    data = replay.file((Stream.STDOUT, Stream.STDERR)[index]).get(
+                        starts[index], end
+                    )
+                    ends = [starts[index] + i for i, b in enumerate(data) if b == 10]
+                    cut_out = replay.lines_at(k, ends)
+                    if cut_out is not None:
+                        assert cut_out == [
+                            ln
+                            for ln in replay.record_lines(k)
+                            if ln.stream.value == ("stdout", "stderr")[index]
+                        ]
+                starts[index] = end
             for since in starts:
                 assert replay.read(since, limit) == store.read(since, limit)
                 for stream in Stream:
