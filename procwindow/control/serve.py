@@ -12,7 +12,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..core import DEFAULT_GRACEFUL_TIMEOUT, ProcwindowError, Supervisor, check_graceful_timeout
+from ..core import (
+    DEFAULT_GRACEFUL_TIMEOUT,
+    DEFAULT_LOG_CAP,
+    MIN_LOG_CAP,
+    ProcwindowError,
+    Supervisor,
+    check_graceful_timeout,
+)
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .server import ControlServer
 from .workspace import Workspace, load_workspace
@@ -47,6 +54,18 @@ def add_server_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--socket", metavar="PATH", help="listen on this socket path instead")
     parser.add_argument("--log-dir", metavar="DIR", help="keep raw output logs here")
     parser.add_argument(
+        "--log-cap",
+        type=_size,
+        metavar="SIZE",
+        help="disk one process's output may use, head and tail kept (e.g. 64M, 1G, or"
+        " 'none'; default 64M)",
+    )
+    parser.add_argument(
+        "--no-history",
+        action="store_true",
+        help="keep no history: no history.db, logs removed on exit, ids from 1",
+    )
+    parser.add_argument(
         "--graceful-timeout",
         type=float,
         metavar="SECONDS",
@@ -66,11 +85,31 @@ def supervisor_for(args: argparse.Namespace, ws: Workspace | None) -> Supervisor
     grace = args.graceful_timeout
     if grace is None and ws is not None:
         grace = ws.graceful_timeout
+    cap = DEFAULT_LOG_CAP if args.log_cap is None else args.log_cap or None
     return Supervisor(
         log_dir=args.log_dir,
         graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT if grace is None else grace,
         subreaper=True,
+        history=not args.no_history,
+        log_cap=cap,
     )
+
+
+def _size(text: str) -> int:
+    """``64M``, ``1G``, ``65536`` or ``none`` (0: no cap) as bytes."""
+    value = text.strip().lower()
+    if value in ("none", "0"):
+        return 0
+    units = {"k": 1 << 10, "m": 1 << 20, "g": 1 << 30}
+    scale = units.get(value[-1:], 1)
+    digits = value[:-1] if value[-1:] in units else value
+    try:
+        size = int(float(digits) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a size: {text!r} (use e.g. 64M or none)") from None
+    if size < MIN_LOG_CAP:
+        raise argparse.ArgumentTypeError(f"at least {MIN_LOG_CAP // 1024}K, got {text!r}")
+    return size
 
 
 async def serve(
@@ -109,6 +148,12 @@ async def serve(
                 if ws is not None and not stop.is_set():
                     await ws.start(sup)
                 print(f"procwindow: serving on {server.path}", file=sys.stderr, flush=True)
+                if sup.history_error is not None:
+                    print(
+                        f"procwindow: history is off: {sup.history_error}",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 await stop.wait()
                 print(
                     "procwindow: stopping; terminating every process", file=sys.stderr, flush=True
