@@ -1,4 +1,4 @@
-"""The server's answers: one method a request verb (run, out, events, term, ...)."""
+"""The server's answers: one method a request verb (run, out, search, events, term, ...)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,22 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from .. import __version__
 from ..core import (
     DEFAULT_TOOL,
+    ExitInfo,
+    ExitReason,
     Line,
+    Proc,
     ProcNotFound,
     ProcwindowError,
+    SearchHit,
+    Stream,
     Supervisor,
     check_graceful_timeout,
     command_argv,
@@ -25,6 +32,7 @@ from ..core.rules import check_tool
 from ._conn import ClientGone, Conn
 from ._protocol import (
     PROTOCOL_VERSION,
+    HistoryUnavailable,
     ProtocolError,
     decode_request,
     encode,
@@ -34,6 +42,7 @@ from ._protocol import (
 from ._replies import (
     error_message,
     event_message,
+    hit_message,
     line_pieces,
     lines_head,
     lines_size,
@@ -85,9 +94,12 @@ class Handlers:
             "kill": self._kill,
             "interrupt": self._interrupt,
             "dismiss": self._dismiss,
+            "forget": self._forget,
             "restart": self._restart,
             "events": self._events,
             "sessions": self._sessions,
+            "history": self._history,
+            "search": self._search,
         }
 
     async def answer(self, line: bytes, conn: Conn) -> None:
@@ -159,7 +171,32 @@ class Handlers:
 
     async def _procs(self, req: dict[str, Any], conn: Conn) -> Any:
         procs = self.sup.procs(_opt_str(req, "session"), _opt_str(req, "agent"))
-        return [proc_to_json(p, self.sup.runtime(p.id)) for p in procs]
+        return [proc_to_json(p, self._runtime(p)) for p in procs]
+
+    def _runtime(self, p: Proc) -> float:
+        """Seconds ``p`` ran. A proc of the history knows its own (from wall-clock
+        times); asking the supervisor would look it up in the database again."""
+        return self.sup.runtime(p.id) if p.live else p.runtime(time.monotonic())
+
+    async def _history(self, req: dict[str, Any], conn: Conn) -> Any:
+        reason = _opt_str(req, "reason")
+        if reason is not None and reason not in _REASONS:
+            raise ProtocolError(
+                "bad-field", f"history: 'reason' is one of {', '.join(sorted(_REASONS))}"
+            )
+        since = _opt_number(req, "since")
+        limit = _opt_int(req, "limit", minimum=1)
+        if not self.sup.history_enabled:
+            raise HistoryUnavailable(self.sup.history_error)
+        procs = self.sup.history(
+            session=_opt_str(req, "session"),
+            agent=_opt_str(req, "agent"),
+            tool=_opt_str(req, "tool"),
+            reason=reason,
+            since=since,
+            limit=limit,
+        )
+        return [proc_to_json(p, self._runtime(p)) for p in procs]
 
     async def _out(self, req: dict[str, Any], conn: Conn) -> Any:
         proc_id = _int(req, "proc", minimum=1)
@@ -167,11 +204,12 @@ class Handlers:
         stream = _opt_str(req, "stream")
         if stream is not None and stream not in ("stdout", "stderr"):
             raise ProtocolError("bad-field", "out: 'stream' is 'stdout' or 'stderr'")
-        limit = None if req.get("limit") is None else _int(req, "limit", minimum=1)
+        want = Stream(stream) if stream is not None else None
+        limit = _opt_int(req, "limit", minimum=1)
         req_id = req.get("id")
         if _bool(req, "follow"):
-            return await conn.stream(self._follow(conn, req_id, proc_id, since, stream))
-        await self._out_reply(conn, req_id, proc_id, since, stream, limit)
+            return await conn.stream(self._follow(conn, req_id, proc_id, since, want))
+        await self._out_reply(conn, req_id, proc_id, since, want, limit)
         raise _Replied
 
     async def _out_reply(
@@ -180,48 +218,38 @@ class Handlers:
         req_id: Any,
         proc_id: int,
         since: int,
-        stream: str | None,
+        stream: Stream | None,
         limit: int | None,
     ) -> None:
         """One reply line, written piece by piece as the client takes it.
 
-        It holds the lines up to the newest one when the request came; lines
-        that fall off the ring while the client reads are counted in ``dropped``.
+        For a live proc it holds the lines up to the newest one when the request
+        came; for a proc of the history (dismissed, of an earlier run or another
+        server), every line it has. Lines missing (cut by the disk cap, or the
+        proc forgotten meanwhile) are counted in ``dropped``.
         """
         p = self.sup.get(proc_id)
-        end = p.last_seq
+        end = p.last_seq if p.live else None
+        reader = _LineReader(self.sup, proc_id, since, stream)
         await conn.send(lines_head(req_id, ok=True))
         try:
-            cursor, dropped, sent = since, 0, 0
-            per_read = _FIRST_READ
-            while cursor < end and (limit is None or sent < limit):
-                want = per_read if limit is None else min(per_read, limit - sent)
+            dropped = sent = 0
+            while True:
+                room = None if limit is None else limit - sent
                 try:
-                    batch = self.sup.read(proc_id, cursor, limit=want, stream=stream)
-                except ProcNotFound:  # dismissed meanwhile: its lines are gone
-                    dropped, cursor = dropped + end - cursor, end
+                    step = reader.read(room=room, upto=end)
+                except ProcNotFound:  # forgotten meanwhile: its lines are gone
+                    dropped += reader.lose(end)
                     break
-                if batch.dropped and cursor + batch.dropped >= end:
-                    dropped, cursor = dropped + end - cursor, end
-                    break
-                dropped += batch.dropped
-                lines = batch.lines
-                if lines and lines[-1].seq > end:
-                    keep = next(i for i, line in enumerate(lines) if line.seq > end)
-                    cursor = lines[keep].seq - 1
-                    lines = lines[:keep]
-                    finished = True
-                else:
-                    cursor = batch.cursor
-                    finished = not lines
-                await _send_lines(conn, lines, first=sent == 0)
-                sent += len(lines)
-                per_read = _lines_per_read(lines, per_read)
-                if finished:
+                await _send_lines(conn, step.lines, step.cuts, first=sent == 0)
+                sent += len(step.lines)
+                dropped += step.dropped
+                at_end = end is not None and reader.cursor >= end
+                if step.done or at_end or (limit is not None and sent >= limit):
                     break
                 await asyncio.sleep(0)  # capture and other clients go first
-            eof = not p.output_open and cursor >= p.last_seq
-            await conn.send(lines_tail(dropped, cursor, eof, final=True))
+            tail = lines_tail(dropped, reader.cursor, reader.eof, p.cut_bytes, final=True)
+            await conn.send(tail)
         except (ClientGone, ConnectionError, asyncio.CancelledError):
             raise
         except Exception:
@@ -231,7 +259,7 @@ class Handlers:
             raise ClientGone from None
 
     async def _follow(
-        self, conn: Conn, req_id: Any, proc_id: int, since: int, stream: str | None
+        self, conn: Conn, req_id: Any, proc_id: int, since: int, stream: Stream | None
     ) -> Any:
         p = self.sup.get(proc_id)
         wake = asyncio.Event()
@@ -244,22 +272,22 @@ class Handlers:
 
         pumper = asyncio.ensure_future(pump())
         try:
-            cursor = since
-            per_read = _FIRST_READ
+            reader = _LineReader(self.sup, proc_id, since, stream)
             while True:
                 wake.clear()
-                batch = self.sup.read(proc_id, cursor, limit=per_read, stream=stream)
-                if batch.lines or batch.dropped:
-                    # The client's pace sets the server's: a batch waits for room,
-                    # and lines that fall off the ring meanwhile come back as dropped.
+                step = reader.read()
+                if step.lines or step.dropped:
+                    # The client's pace sets the server's: a batch waits for room;
+                    # lines that leave the ring meanwhile are read back from disk.
                     await conn.send(lines_head(req_id, ok=False))
-                    await _send_lines(conn, batch.lines, first=True)
-                    await conn.send(lines_tail(batch.dropped, batch.cursor, batch.eof))
-                    per_read = _lines_per_read(batch.lines, per_read)
-                cursor = batch.cursor
-                if batch.eof:
-                    return {"cursor": cursor, "eof": True, "exit": exit_to_json(p.exit)}
-                if batch.lines:
+                    await _send_lines(conn, step.lines, step.cuts, first=True)
+                    await conn.send(
+                        lines_tail(step.dropped, reader.cursor, reader.eof, p.cut_bytes)
+                    )
+                if reader.eof:
+                    exit_ = _exit_now(self.sup, proc_id, p)
+                    return {"cursor": reader.cursor, "eof": True, "exit": exit_to_json(exit_)}
+                if not step.done:
                     await asyncio.sleep(0)
                 else:
                     with contextlib.suppress(TimeoutError):
@@ -271,6 +299,20 @@ class Handlers:
             with contextlib.suppress(asyncio.CancelledError):
                 await pumper
 
+    async def _search(self, req: dict[str, Any], conn: Conn) -> Any:
+        limit = _opt_int(req, "limit", minimum=1)
+        hits = self.sup.search(  # InvalidPattern now, before anything is streamed
+            _str(req, "pattern"),
+            regex=_bool(req, "regex"),
+            case_sensitive=_bool(req, "case_sensitive"),
+            session=_opt_str(req, "session"),
+            agent=_opt_str(req, "agent"),
+            proc=_opt_int(req, "proc", minimum=1),
+            since=_opt_number(req, "since"),
+            limit=limit,
+        )
+        return await conn.stream(_send_hits(conn, req.get("id"), hits, limit))
+
     async def _term(self, req: dict[str, Any], conn: Conn) -> Any:
         return exit_to_json(await self.sup.term(_int(req, "proc", minimum=1)))
 
@@ -281,7 +323,11 @@ class Handlers:
         return {"delivered": await self.sup.interrupt(_int(req, "proc", minimum=1))}
 
     async def _dismiss(self, req: dict[str, Any], conn: Conn) -> Any:
-        self.sup.dismiss(_int(req, "proc", minimum=1), keep_logs=_bool(req, "keep_logs"))
+        self.sup.dismiss(_int(req, "proc", minimum=1))
+        return {}
+
+    async def _forget(self, req: dict[str, Any], conn: Conn) -> Any:
+        self.sup.forget(_int(req, "proc", minimum=1))
         return {}
 
     async def _restart(self, req: dict[str, Any], conn: Conn) -> Any:
@@ -318,8 +364,112 @@ class Handlers:
         ]
 
 
-async def _send_lines(conn: Conn, lines: list[Line], *, first: bool) -> None:
-    for piece in line_pieces(lines, first=first):
+#: The reasons a proc can end with, for ``history``'s filter.
+_REASONS = frozenset(r.value for r in ExitReason)
+
+
+@dataclass(slots=True)
+class _Step:
+    """What one ``_LineReader.read`` gave: the lines kept, the lines missing before
+    some of them (by seq), the lines missing in all, and whether the proc has
+    nothing more to read now (or the read stopped at its ``room`` or ``upto``)."""
+
+    lines: list[Line] = field(default_factory=list)
+    cuts: dict[int, int] = field(default_factory=dict)
+    dropped: int = 0
+    done: bool = False
+
+
+class _LineReader:
+    """Reads one proc's lines for ``out``, and says where lines are missing.
+
+    The supervisor is asked for both streams so that a jump in seq is always a
+    loss (cut from the middle of the logs by the disk cap, or lost when writing
+    the log failed), never a line of the other stream; ``stream`` is
+    applied here. Each run of missing lines is counted in the step's
+    ``dropped`` and marked on the next line kept (``cuts``), which may come in
+    a later step.
+    """
+
+    def __init__(self, sup: Supervisor, proc_id: int, since: int, stream: Stream | None) -> None:
+        self.sup = sup
+        self.proc_id = proc_id
+        self.stream = stream
+        self.cursor = since  # every seq up to here is read (or missing)
+        self.eof = False
+        self._missing = 0  # lines missing since the last line kept
+        self._per_read = _FIRST_READ
+
+    def read(self, *, room: int | None = None, upto: int | None = None) -> _Step:
+        """The next lines: at most ``room`` of them kept, none past seq ``upto``."""
+        want = self._per_read if room is None else min(self._per_read, room)
+        batch = self.sup.read(self.proc_id, self.cursor, limit=want)
+        self._per_read = _lines_per_read(batch.lines, self._per_read)
+        step = _Step()
+        whole = True  # every line of the batch was taken
+        for line in batch.lines:
+            keep = self.stream is None or line.stream is self.stream
+            full = room is not None and keep and len(step.lines) >= room
+            if full or (upto is not None and line.seq > upto):
+                whole = False
+                break
+            step.dropped += self._skip_to(line.seq - 1)
+            self.cursor = line.seq
+            if keep:
+                if self._missing:
+                    step.cuts[line.seq] = self._missing
+                    self._missing = 0
+                step.lines.append(line)
+        if whole:  # lines missing after the last one returned
+            step.dropped += self._skip_to(batch.cursor if upto is None else min(batch.cursor, upto))
+        self.eof = whole and batch.eof
+        step.done = not whole or batch.eof or not batch.lines
+        return step
+
+    def lose(self, upto: int | None) -> int:
+        """The proc is gone: the lines up to ``upto`` are missing; how many."""
+        return self._skip_to(upto) if upto is not None else 0
+
+    def _skip_to(self, seq: int) -> int:
+        gap = max(0, seq - self.cursor)
+        self._missing += gap
+        self.cursor = max(self.cursor, seq)
+        return gap
+
+
+def _exit_now(sup: Supervisor, proc_id: int, p: Proc) -> ExitInfo | None:
+    """How the proc ended, as known now (a proc of another server may have ended
+    since ``p`` was read from the history)."""
+    try:
+        return sup.get(proc_id).exit or p.exit
+    except ProcNotFound:  # forgotten meanwhile
+        return p.exit
+
+
+async def _send_hits(
+    conn: Conn, req_id: Any, hits: AsyncIterator[SearchHit], limit: int | None
+) -> dict[str, Any]:
+    """Stream the hits of a search as they are found; its final result.
+
+    The search stops when the client leaves (``Conn.stream`` cancels this),
+    and its iterator is closed either way, so that no scan goes on for nobody.
+    """
+    found = 0
+    try:
+        async for hit in hits:
+            await conn.send(hit_message(req_id, hit))
+            found += 1
+    finally:
+        aclose = getattr(hits, "aclose", None)
+        if aclose is not None:
+            await aclose()
+    return {"hits": found, "limited": limit is not None and found >= limit}
+
+
+async def _send_lines(
+    conn: Conn, lines: list[Line], cuts: Mapping[int, int], *, first: bool
+) -> None:
+    for piece in line_pieces(lines, first=first, cuts=cuts):
         await conn.send(piece)
 
 
@@ -345,6 +495,20 @@ def _opt_str(req: dict[str, Any], key: str) -> str | None:
     if value is not None and not isinstance(value, str):
         raise ProtocolError("bad-field", f"{req['op']}: '{key}' must be a string")
     return value
+
+
+def _opt_int(req: dict[str, Any], key: str, *, minimum: int | None = None) -> int | None:
+    return None if req.get(key) is None else _int(req, key, minimum=minimum)
+
+
+def _opt_number(req: dict[str, Any], key: str) -> float | None:
+    value = req.get(key)
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        with contextlib.suppress(OverflowError):  # an int of 400 digits
+            return float(value)
+    raise ProtocolError("bad-field", f"{req['op']}: '{key}' must be a number")
 
 
 def _int(

@@ -8,24 +8,28 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import Event, ExitInfo, Line, Proc, ProcwindowError
+from ..core import Event, ExitInfo, Line, Proc, ProcwindowError, SearchHit
 
 __all__ = [
     "MAX_DEPTH",
     "MAX_REQUEST",
     "OPS",
     "PROTOCOL_VERSION",
+    "HistoryUnavailable",
     "ProtocolError",
     "decode_request",
     "dumps",
     "encode",
     "event_to_json",
     "exit_to_json",
+    "hit_to_json",
     "line_to_json",
     "proc_to_json",
 ]
 
-PROTOCOL_VERSION = 1
+#: 2: history, search and forget; dismiss keeps the history (no keep_logs); lines
+#: carry ``cut``; procs carry live, cut_lines, cut_bytes.
+PROTOCOL_VERSION = 2
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
 #: How deeply a request's arrays and objects may nest.
@@ -44,10 +48,15 @@ OPS: dict[str, frozenset[str]] = {
     "term": frozenset({"proc"}),
     "kill": frozenset({"proc"}),
     "interrupt": frozenset({"proc"}),
-    "dismiss": frozenset({"proc", "keep_logs"}),
+    "dismiss": frozenset({"proc"}),
+    "forget": frozenset({"proc"}),
     "restart": frozenset({"proc"}),
     "events": frozenset({"pattern"}),
     "sessions": frozenset(),
+    "history": frozenset({"session", "agent", "tool", "reason", "since", "limit"}),
+    "search": frozenset(
+        {"pattern", "regex", "case_sensitive", "session", "agent", "proc", "since", "limit"}
+    ),
 }
 
 
@@ -62,6 +71,17 @@ class ProtocolError(ProcwindowError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class HistoryUnavailable(ProcwindowError):
+    """The server keeps no history (it was started without, or its database broke),
+    so there is none to list. ``why`` is the supervisor's ``history_error``, if any."""
+
+    def __init__(self, why: str | None) -> None:
+        super().__init__(
+            f"history is off: {why}" if why else "history is off: this server keeps none"
+        )
+        self.why = why
 
 
 def dumps(value: Any) -> bytes:
@@ -97,7 +117,9 @@ def decode_request(line: bytes) -> dict[str, Any]:
     version = req.get("v", PROTOCOL_VERSION)
     if type(version) is not int or version != PROTOCOL_VERSION:
         raise ProtocolError(
-            "version", f"protocol version {version!r} is not supported (this server speaks 1)"
+            "version",
+            f"protocol version {version!r} is not supported"
+            f" (this server speaks {PROTOCOL_VERSION})",
         )
     op = req.get("op")
     if not isinstance(op, str):
@@ -141,7 +163,12 @@ def exit_to_json(info: ExitInfo | None) -> dict[str, Any] | None:
 
 
 def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
-    """A proc's public fields as JSON."""
+    """A proc's public fields as JSON.
+
+    ``live``: in this server's live view (``procs``, ``top``, ``idx``); false for a
+    proc read from the history (dismissed, of an earlier run or another server).
+    ``cut_lines``/``cut_bytes``: cut from the middle of its logs by the disk cap.
+    """
     return {
         "id": p.id,
         "os_pid": p.os_pid,
@@ -157,11 +184,14 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "runtime": round(runtime, 3),
         "exit": exit_to_json(p.exit),
         "log_error": p.log_error,
+        "live": p.live,
+        "cut_lines": p.cut_lines,
+        "cut_bytes": p.cut_bytes,
     }
 
 
-def line_to_json(line: Line) -> dict[str, Any]:
-    """One output line as JSON."""
+def line_to_json(line: Line, cut: int = 0) -> dict[str, Any]:
+    """One output line as JSON; ``cut``: lines missing just before it (a gap)."""
     out: dict[str, Any] = {
         "seq": line.seq,
         "stream": line.stream.value,
@@ -170,7 +200,16 @@ def line_to_json(line: Line) -> dict[str, Any]:
     }
     if line.split:
         out["split"] = True
+    if cut:
+        out["cut"] = cut
     return out
+
+
+def hit_to_json(hit: SearchHit) -> dict[str, Any]:
+    """One search hit as JSON: its proc and scope, and the line as ``out`` gives it."""
+    return {"proc": hit.proc_id, "session": hit.session, "agent": hit.agent} | line_to_json(
+        hit.line
+    )
 
 
 #: Event fields renamed on the wire.

@@ -1,4 +1,5 @@
-"""The server's messages: replies, errors, line batches and events, as bytes or dicts.
+"""The server's messages: replies, errors, line batches, search hits and events,
+as bytes or dicts.
 
 A reply that carries output lines is written in pieces (its head, its lines a
 few at a time, its tail) so that a large one is never held whole in memory.
@@ -7,16 +8,24 @@ few at a time, its tail) so that a large one is never held whole in memory.
 from __future__ import annotations
 
 import errno
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..core import Event, Line
-from ._protocol import PROTOCOL_VERSION, dumps, encode, event_to_json, line_to_json
+from ..core import Event, Line, SearchHit
+from ._protocol import (
+    PROTOCOL_VERSION,
+    dumps,
+    encode,
+    event_to_json,
+    hit_to_json,
+    line_to_json,
+)
 
 __all__ = [
     "LINE_OVERHEAD",
     "error_message",
     "event_message",
+    "hit_message",
     "line_pieces",
     "lines_head",
     "lines_size",
@@ -58,20 +67,34 @@ def event_message(req_id: Any, ev: Event) -> bytes:
     return encode({"v": PROTOCOL_VERSION, "id": req_id, "event": event_to_json(ev)})
 
 
+def hit_message(req_id: Any, hit: SearchHit) -> bytes:
+    """One hit of a ``search`` stream."""
+    return encode({"v": PROTOCOL_VERSION, "id": req_id, "hit": hit_to_json(hit)})
+
+
 def lines_head(req_id: Any, *, ok: bool) -> bytes:
     """The start of a message whose ``lines`` follow: a final reply, or a batch."""
     start = b'{"v":%d,"id":%s,' % (PROTOCOL_VERSION, dumps(req_id))
     return start + (b'"ok":true,"result":{"lines":[' if ok else b'"lines":[')
 
 
-def lines_tail(dropped: int, cursor: int, eof: bool, *, final: bool = False) -> bytes:
-    """The end of a message begun by lines_head (``final``: of a reply)."""
-    body = b'],"dropped":%d,"cursor":%d,"eof":%s}' % (
+def lines_tail(
+    dropped: int, cursor: int, eof: bool, cut_bytes: int, *, final: bool = False
+) -> bytes:
+    """The end of a message begun by lines_head (``final``: of a reply).
+
+    ``cut_bytes``: what the disk cap has cut from the proc's logs so far, for a
+    client that shows how big the gaps its ``cut`` lines mark are; left out
+    while nothing was cut, as ``split`` and ``missed`` are while they do not apply.
+    """
+    body = b'],"dropped":%d,"cursor":%d,"eof":%s' % (
         dropped,
         cursor,
         b"true" if eof else b"false",
     )
-    return body + (b"}\n" if final else b"\n")
+    if cut_bytes:
+        body += b',"cut_bytes":%d' % cut_bytes
+    return body + (b"}}\n" if final else b"}\n")
 
 
 def lines_size(lines: Sequence[Line]) -> int:
@@ -79,14 +102,19 @@ def lines_size(lines: Sequence[Line]) -> int:
     return sum(len(line.text) for line in lines) + LINE_OVERHEAD * len(lines)
 
 
-def line_pieces(lines: Sequence[Line], *, first: bool) -> Iterator[bytes]:
+def line_pieces(
+    lines: Sequence[Line], *, first: bool, cuts: Mapping[int, int] | None = None
+) -> Iterator[bytes]:
     """``lines`` as JSON array elements, in pieces of about _PIECE_TEXT each.
 
     ``first``: they open the array (no comma before the first of them).
+    ``cuts``: by seq, how many lines are missing just before a line.
     """
     if not lines:
         return
+    cuts = cuts or {}
     step = max(1, _PIECE_TEXT * len(lines) // lines_size(lines))
     for i in range(0, len(lines), step):
-        piece = dumps([line_to_json(line) for line in lines[i : i + step]])[1:-1]
+        piece = dumps([line_to_json(ln, cuts.get(ln.seq, 0)) for ln in lines[i : i + step]])
+        piece = piece[1:-1]
         yield piece if first and i == 0 else b"," + piece

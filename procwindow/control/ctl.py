@@ -1,20 +1,35 @@
 """``procwindow ctl``: talk to a running procwindow (window or ``serve``) from a shell.
 
 Exit status: 0 ok; 1 the server refused or failed the request (it closed the
-connection before its reply, or its reply made no sense); 2 usage error; 3 no
-server to talk to (nothing listens at the socket, or its directory is unsafe).
+connection before its reply, or its reply made no sense), or ``search`` found
+nothing (as grep); 2 usage error (also a search pattern the server cannot
+compile); 3 no server to talk to (nothing listens at the socket, or its
+directory is unsafe).
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import os
+import re
 import signal
 import sys
+import time
+from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..core import DEFAULT_TOOL, ProcwindowError, ScopeCounts, check_graceful_timeout, scope_pattern
+from ..core import (
+    DEFAULT_TOOL,
+    ExitReason,
+    ProcwindowError,
+    ScopeCounts,
+    check_graceful_timeout,
+    format_runtime,
+    scope_pattern,
+)
+from ..core._text import escape_controls
 from ..core.rules import SHELL
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
@@ -33,10 +48,23 @@ VERBS = (
     "kill",
     "interrupt",
     "dismiss",
+    "forget",
     "restart",
     "run",
     "events",
     "sessions",
+    "history",
+    "search",
+)
+
+#: ``--since`` units: seconds each.
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+SINCE_HELP = (
+    "only processes started since then: a duration ago (90s, 30m, 2h, 1d, 1h30m),"
+    " a date or time, local unless it has an offset (2024-05-01, 2024-05-01T14:30,"
+    " 2024-05-01T14:30+02:00), or @EPOCH seconds"
 )
 
 
@@ -69,13 +97,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         ("term", "SIGTERM, then SIGKILL after the graceful timeout; waits for the exit"),
         ("kill", "SIGKILL now; waits for the exit"),
         ("interrupt", "SIGINT, as Ctrl-C"),
-        ("dismiss", "forget an exited process and delete its logs"),
+        (
+            "dismiss",
+            "hide an exited process from the live view; its history and logs are kept"
+            " ('forget' deletes them)",
+        ),
+        ("forget", "delete an exited process for good: its history record and its logs"),
         ("restart", "run a process's command again as a new process"),
     ):
         p = verbs.add_parser(name, help=text, description=text)
         p.add_argument("proc", type=int, metavar="ID")
-        if name == "dismiss":
-            p.add_argument("--keep-logs", action="store_true")
     p = verbs.add_parser(
         "run",
         help="start a command: ctl run --session S --agent A [--tool T] -- CMD ARGS...",
@@ -91,6 +122,82 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p = verbs.add_parser("events", help="print events whose topic matches PATTERN")
     p.add_argument("pattern", nargs="?", default=scope_pattern())
     verbs.add_parser("sessions", help="sessions and agents with running/total counts")
+    _configure_history(verbs)
+    _configure_search(verbs)
+
+
+def _configure_history(verbs: Any) -> None:
+    text = "a table of every recorded process, newest first (earlier runs and dismissed too)"
+    p = verbs.add_parser("history", help=text, description=text)
+    p.add_argument("--session")
+    p.add_argument("--agent")
+    p.add_argument("--tool")
+    p.add_argument("--reason", choices=[r.value for r in ExitReason], help="how it ended")
+    p.add_argument("--since", metavar="WHEN", help=SINCE_HELP)
+    p.add_argument("--limit", type=_positive, metavar="N", help="the newest N only")
+    _json_option(p)
+
+
+def _configure_search(verbs: Any) -> None:
+    text = (
+        "print the output lines that contain PATTERN, as ID:SEQ: TEXT, newest processes"
+        " first (live and recorded ones); exit 1 if none matched"
+    )
+    p = verbs.add_parser(
+        "search",
+        help=text,
+        description=text + ". A PATTERN that starts with '-' goes after '--'.",
+    )
+    p.add_argument("pattern", nargs="?", metavar="PATTERN")
+    p.add_argument("--regex", "-E", action="store_true", help="PATTERN is a Python regex")
+    p.add_argument("--case-sensitive", "-s", action="store_true")
+    p.add_argument("--session")
+    p.add_argument("--agent")
+    p.add_argument("--proc", type=_positive, metavar="ID", help="search this process only")
+    p.add_argument("--since", metavar="WHEN", help=SINCE_HELP)
+    p.add_argument("--limit", type=_positive, metavar="N", help="stop after N matching lines")
+    _json_option(p)
+
+
+def _json_option(p: argparse.ArgumentParser) -> None:
+    """``--json`` after the verb too (SUPPRESS: it never resets one given before it)."""
+    p.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for programs"
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def parse_since(text: str, now: float) -> float:
+    """``--since`` as epoch seconds: ``90s``/``30m``/``2h``/``1d``/``1w`` (or a sum,
+    ``1h30m``) before ``now``; an ISO date or time (local unless it has an
+    offset); ``@EPOCH``. ValueError with what is accepted otherwise."""
+    text = text.strip()
+    if _DURATION.fullmatch(text):
+        ago = sum(float(n) * _UNITS[unit] for n, unit in _DURATION_PART.findall(text))
+        return now - ago
+    if text.startswith("@"):
+        try:
+            return float(text[1:])
+        except ValueError:
+            pass
+    else:
+        try:
+            return datetime.datetime.fromisoformat(text).timestamp()
+        except ValueError:
+            pass
+    raise ValueError(
+        f"--since: cannot read {text!r}; give a duration ago (30m, 2h, 3d, 1h30m),"
+        " a date or time (2024-05-01, 2024-05-01T14:30) or @EPOCH"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -101,10 +208,19 @@ def run(args: argparse.Namespace) -> int:
     an unsafe socket directory.
     """
     command = getattr(args, "command", None)
+    if args.verb == "search" and command and args.pattern is None and len(command) == 1:
+        args.pattern, command = command[0], None  # ctl search -- -PATTERN
+    if args.verb == "search" and args.pattern is None:
+        return _usage("search needs a PATTERN")
     if args.verb == "run" and not command and not args.shell:
         return _usage("run needs a command after '--' (or --shell LINE)")
     if args.verb != "run" and command:
         return _usage(f"{args.verb} takes no command after '--'")
+    if getattr(args, "since", None) is not None and args.verb in ("history", "search"):
+        try:
+            args.since = parse_since(args.since, time.time())
+        except ValueError as exc:
+            return _usage(str(exc))
     if args.verb == "run" and args.graceful_timeout is not None:
         try:
             check_graceful_timeout(args.graceful_timeout, "--graceful-timeout")
@@ -129,6 +245,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONNECT
     except ServerError as exc:
         print(f"procwindow ctl: {exc}", file=sys.stderr)
+        if args.verb == "search" and exc.type == "InvalidPattern":
+            return EXIT_USAGE  # as grep's 2: told apart from "nothing matched"
         return EXIT_SERVER
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
@@ -170,20 +288,50 @@ def _table(client: Client, args: argparse.Namespace) -> int:
 
 def _out(client: Client, args: argparse.Namespace) -> int:
     fields = {"proc": args.proc, "since": args.since, "stream": args.stream}
+    gaps = _Gaps()
     if not args.follow:
         batch = client.call("out", **fields)
-        _print_lines(args, batch)
+        _print_lines(args, batch, gaps)
+        gaps.finish(args, batch)
         return 0
+    batch = {}
     for message in client.stream("out", follow=True, **fields):
         if "result" in message:
+            gaps.finish(args, batch)
             if args.json:
                 print(json.dumps({"end": message["result"]}), flush=True)
             return 0
-        _print_lines(args, message)
+        batch = message
+        _print_lines(args, batch, gaps)
     return 0
 
 
-def _print_lines(args: argparse.Namespace, batch: dict[str, Any]) -> None:
+@dataclass
+class _Gaps:
+    """Where lines of ``out`` are missing: a marker line on stderr in their place.
+
+    Each gap is marked on the line after it (``cut``); lines missing after the
+    last line printed are only in a reply's ``dropped``, and marked at the end.
+    """
+
+    dropped: int = 0
+    marked: int = 0
+
+    def mark(self, lines: int, cut_bytes: int) -> None:
+        self.marked += lines
+        sys.stdout.flush()
+        # Without bytes cut, they were not cut but lost (writing the log failed).
+        what = f"({format_size(cut_bytes)}) cut" if cut_bytes else "missing"
+        print(f"[… {lines:,} lines {what} …]", file=sys.stderr, flush=True)
+
+    def finish(self, args: argparse.Namespace, batch: dict[str, Any]) -> None:
+        owed = self.dropped - self.marked
+        if owed > 0 and not args.json:
+            self.mark(owed, batch.get("cut_bytes", 0))
+
+
+def _print_lines(args: argparse.Namespace, batch: dict[str, Any], gaps: _Gaps) -> None:
+    gaps.dropped += batch.get("dropped", 0)
     if args.json:
         if batch.get("dropped"):
             print(json.dumps({"dropped": batch["dropped"]}))
@@ -191,13 +339,25 @@ def _print_lines(args: argparse.Namespace, batch: dict[str, Any]) -> None:
             print(json.dumps(line, ensure_ascii=False))
         sys.stdout.flush()
         return
-    if batch.get("dropped"):
-        print(f"[{batch['dropped']} earlier lines are only in the log file]", file=sys.stderr)
     for line in batch["lines"]:
+        if line.get("cut"):
+            gaps.mark(line["cut"], batch.get("cut_bytes", 0))
         out: TextIO = sys.stderr if line["stream"] == "stderr" else sys.stdout
         out.write(line["text"] + ("" if line.get("split") else "\n"))
     sys.stdout.flush()
     sys.stderr.flush()
+
+
+def format_size(n: int) -> str:
+    """Bytes for people: ``512 B``, ``64.0 kB``, ``36.7 MB``, ``2.1 GB`` (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB", "TB"):
+        value /= 1000
+        if value < 1000 or unit == "TB":
+            break
+    return f"{value:.1f} {unit}"
 
 
 def _describe_exit(proc: int, info: dict[str, Any]) -> str:
@@ -218,8 +378,13 @@ def _interrupt(client: Client, args: argparse.Namespace) -> int:
 
 
 def _dismiss(client: Client, args: argparse.Namespace) -> int:
-    result = client.call("dismiss", proc=args.proc, keep_logs=args.keep_logs or None)
+    result = client.call("dismiss", proc=args.proc)
     return _emit(args, result, f"{args.proc}: dismissed\n")
+
+
+def _forget(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("forget", proc=args.proc)
+    return _emit(args, result, f"{args.proc}: forgotten\n")
 
 
 def _restart(client: Client, args: argparse.Namespace) -> int:
@@ -274,6 +439,71 @@ def _sessions(client: Client, args: argparse.Namespace) -> int:
     return _emit(args, tree, "".join(lines))
 
 
+def _history(client: Client, args: argparse.Namespace) -> int:
+    procs = client.call(
+        "history",
+        session=args.session,
+        agent=args.agent,
+        tool=args.tool,
+        reason=args.reason,
+        since=args.since,
+        limit=args.limit,
+    )
+    return _emit(args, procs, history_table(procs))
+
+
+def history_table(procs: list[dict[str, Any]]) -> str:
+    """Procs as ``top`` shows them, with when each started; names and commands escaped."""
+    head = ("ID", "SCOPE", "TOOL", "STATUS", "EXIT", "STARTED", "RUNTIME", "COMMAND")
+    rows = [head]
+    for p in procs:
+        info = p["exit"]
+        rows.append(
+            (
+                str(p["id"]),
+                escape_controls(f"{p['session']}/{p['agent']}"),
+                escape_controls(p["tool"]),
+                p["state"],
+                f"{info['code']} {info['reason']}" if info is not None else "-",
+                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p["started_at"])),
+                format_runtime(p["runtime"]),
+                escape_controls(p["cmd"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    return "".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
+        for r in rows
+    )
+
+
+def _search(client: Client, args: argparse.Namespace) -> int:
+    found = 0
+    messages = client.stream(
+        "search",
+        pattern=args.pattern,
+        regex=args.regex or None,
+        case_sensitive=args.case_sensitive or None,
+        session=args.session,
+        agent=args.agent,
+        proc=args.proc,
+        since=args.since,
+        limit=args.limit,
+    )
+    for message in messages:
+        if "result" in message:
+            if args.json:
+                print(json.dumps({"end": message["result"]}), flush=True)
+            break
+        hit = message["hit"]
+        found += 1
+        if args.json:
+            print(json.dumps(hit, ensure_ascii=False), flush=True)
+        else:
+            print(f"{hit['proc']}:{hit['seq']}: {hit['text']}", flush=True)
+    return 0 if found else EXIT_SERVER
+
+
 def _count_line(name: str, counts: ScopeCounts) -> str:
     """``name  running/total``; unlike ScopeCounts.label, an empty scope shows ``0/0``."""
     return f"{name}  {counts.running}/{counts.total}\n"
@@ -287,8 +517,11 @@ _VERBS = {
     "kill": _stop,
     "interrupt": _interrupt,
     "dismiss": _dismiss,
+    "forget": _forget,
     "restart": _restart,
     "run": _run,
     "events": _events,
     "sessions": _sessions,
+    "history": _history,
+    "search": _search,
 }
