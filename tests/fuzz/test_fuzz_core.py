@@ -115,15 +115,21 @@ def test_any_chunking_gives_the_reference_lines(data, points):
     assert all(len(text.encode("utf-8", "surrogatepass")) <= LIMIT * 3 for text, _ in want)
 
 
-@settings(max_examples=200)
-@given(streams, streams, st.lists(st.integers(0, 10**6), max_size=20), st.randoms())
-def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
+def interleave(out: bytes, err: bytes, points: list[int], rnd) -> list[tuple[Stream, bytes]]:
+    """Both streams cut at ``points`` and merged in a random order of reads."""
     pieces = [(Stream.STDOUT, p) for p in cut(out, points)]
     epieces = [(Stream.STDERR, p) for p in cut(err, points[::-1])]
     merged = []
     while pieces or epieces:
         source = pieces if (pieces and (not epieces or rnd.random() < 0.5)) else epieces
         merged.append(source.pop(0))
+    return merged
+
+
+@settings(max_examples=200)
+@given(streams, streams, st.lists(st.integers(0, 10**6), max_size=20), st.randoms())
+def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
+    merged = interleave(out, err, points, rnd)
     store = capture(merged)
     assert lines_of(store, Stream.STDOUT) == reference(out, LIMIT)
     assert lines_of(store, Stream.STDERR) == reference(err, LIMIT)
@@ -141,12 +147,7 @@ def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
 def test_replay_from_disk_gives_the_same_lines(out, err, points, rnd, starts, limit):
     """What the journal and the log files give back, from any seq and in any
     step, is exactly what the ring gave."""
-    pieces = [(Stream.STDOUT, p) for p in cut(out, points)]
-    epieces = [(Stream.STDERR, p) for p in cut(err, points[::-1])]
-    merged = []
-    while pieces or epieces:
-        source = pieces if (pieces and (not epieces or rnd.random() < 0.5)) else epieces
-        merged.append(source.pop(0))
+    merged = interleave(out, err, points, rnd)
     with tempfile.TemporaryDirectory() as tmp:
         logs = {s: os.path.join(tmp, f"1.{s.value}.log") for s in Stream}
         disk = DiskLog(
