@@ -87,10 +87,8 @@ class Archive:
                 self.db = History(state_dir, token)
             except ProcwindowError as exc:  # an unsafe state directory
                 self.error = str(exc)
-                log.warning("history is off: %s", self.error)
             except OSError as exc:
                 self.error = f"{state_dir}: {exc.strerror or exc}"
-                log.warning("history is off: %s", self.error)
             else:
                 self.error = self.db.error
         try:

@@ -240,7 +240,8 @@ class History:
 
     def _disable(self, exc: BaseException) -> None:
         self.error = f"{self.path}: {exc}"
-        log.warning("history is off: %s", self.error)
+        if self._run_id is not None:  # at open, the supervisor's history_error tells
+            log.warning("history is off: %s", self.error)
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
