@@ -8,13 +8,14 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ._child import Child
 from ._disklog import DiskLog
 from ._errors import ProcNotFound, ProcRunning, ProcwindowError
 from ._history import History, HistoryRow
 from ._logdir import LogDir, journal_path, log_file_path
+from ._output import RingBudget
 from ._proc import Proc
 from ._replay import DiskOutput
 from ._types import Line, ReadBatch, Stream
@@ -25,6 +26,7 @@ __all__ = [
     "DEFAULT_LOG_CAP",
     "MIN_LOG_CAP",
     "Archive",
+    "reclaim_rings",
 ]
 
 log = logging.getLogger("procwindow")
@@ -243,6 +245,29 @@ class Archive:
         out = self.reader(self.logs.path, child.id, finished=False)
         return out.read(since, limit, stream, upto=upto)
 
+    def read_child(
+        self, child: Child, since: int, limit: int | None, want: Stream | None
+    ) -> ReadBatch:
+        """A live child's lines: those older than its ring from disk, then the ring."""
+        store = child.store
+        lines: list[Line] = []
+        dropped = 0
+        cursor = since
+        if since + 1 < store.first_seq:
+            old = self.read_live(child, since, limit, want, store.first_seq)
+            if old is not None:
+                lines, dropped, cursor = old
+                if limit is not None:
+                    limit -= len(lines)
+                if limit == 0:
+                    return ReadBatch(lines, dropped, max(cursor, since), False)
+                cursor = max(cursor, store.first_seq - 1)
+        more, lost, cursor = store.read(cursor, limit, want)
+        lines += more
+        dropped += lost
+        eof = not child.open_streams and cursor >= store.last_seq
+        return ReadBatch(lines, dropped, max(cursor, since), eof)
+
     def log_path(self, proc_id: int, stream: Stream) -> str:
         row = self.row(proc_id)
         return log_file_path(row.log_dir or self.logs.path, proc_id, stream)
@@ -295,3 +320,18 @@ class Archive:
         if self.db is not None:
             self.db.close()
         self.logs.remove()
+
+
+def reclaim_rings(children: Iterable[Child], budget: RingBudget) -> None:
+    """All rings together hold more than the budget: finished procs whose lines
+    are all on disk give theirs back, then the biggest rings halve."""
+    kids = list(children)
+    for child in kids:
+        if budget.used <= budget.limit:
+            return
+        if not child.open_streams and child.disk.complete:
+            child.store.shrink(0)
+    while budget.used > budget.limit:
+        biggest = max(kids, key=lambda c: c.store.nbytes, default=None)
+        if biggest is None or not biggest.store.shrink(biggest.store.nbytes // 2):
+            return

@@ -16,7 +16,13 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 
 from . import _spawn
-from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, Archive
+from ._archive import (
+    DEFAULT_HISTORY_AGE,
+    DEFAULT_HISTORY_BYTES,
+    DEFAULT_LOG_CAP,
+    Archive,
+    reclaim_rings,
+)
 from ._capture import Capture
 from ._child import Child, StopCause
 from ._errors import ProcNotFound, ProcRunning, SupervisorClosed, WrongLoop
@@ -38,7 +44,6 @@ from ._types import (
     EventKind,
     ExitInfo,
     ExitReason,
-    Line,
     ProcStats,
     ReadBatch,
     Stream,
@@ -486,16 +491,7 @@ class Supervisor:
     def _reclaim(self) -> None:
         """All rings together hold more than ``ring_budget``: finished procs whose
         lines are all on disk give theirs back, then the biggest rings shrink."""
-        budget = self._budget
-        for child in self._children.values():
-            if budget.used <= budget.limit:
-                return
-            if not child.open_streams and child.disk.complete:
-                child.store.shrink(0)
-        while budget.used > budget.limit:
-            biggest = max(self._children.values(), key=lambda c: c.store.nbytes, default=None)
-            if biggest is None or not biggest.store.shrink(biggest.store.nbytes // 2):
-                return
+        reclaim_rings(self._children.values(), self._budget)
 
     # -- queries -------------------------------------------------------------
 
@@ -565,32 +561,15 @@ class Supervisor:
         """Lines with ``seq > since``, oldest first, across both streams.
 
         Pass the returned ``cursor`` as ``since`` next time to get each line once.
-        ``dropped`` counts lines after ``since`` that fell off the ring; they are
-        still in the log files (``log_path``).
+        Lines that left the ring are read back from the log files; ``dropped``
+        counts lines after ``since`` that are gone for good (cut by ``log_cap``).
+        A past id (an earlier run, another supervisor, dismissed) reads from disk.
         """
         want = Stream(stream) if stream is not None else None
         child = self._children.get(proc_id) if isinstance(proc_id, int) else None
         if child is None:
             return self._archive.read_past(self._id(proc_id), since, limit, want)
-        store = child.store
-        lines: list[Line] = []
-        dropped = 0
-        cursor = since
-        if since + 1 < store.first_seq:
-            # Older than the ring: from disk when history keeps it.
-            old = self._archive.read_live(child, since, limit, want, store.first_seq)
-            if old is not None:
-                lines, dropped, cursor = old
-                if limit is not None:
-                    limit -= len(lines)
-                if limit == 0 or cursor < since:
-                    return ReadBatch(lines, dropped, max(cursor, since), False)
-                cursor = max(cursor, store.first_seq - 1)
-        more, lost, cursor = store.read(cursor, limit, want)
-        lines += more
-        dropped += lost
-        eof = not child.open_streams and cursor >= store.last_seq
-        return ReadBatch(lines, dropped, max(cursor, since), eof)
+        return self._archive.read_child(child, since, limit, want)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only)."""
