@@ -29,7 +29,7 @@ from ..core import (
     format_runtime,
     scope_pattern,
 )
-from ..core._text import escape_controls
+from ..core._text import escape_controls, format_size
 from ..core.rules import SHELL
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
@@ -346,18 +346,6 @@ def _print_lines(args: argparse.Namespace, batch: dict[str, Any], gaps: _Gaps) -
         out.write(line["text"] + ("" if line.get("split") else "\n"))
     sys.stdout.flush()
     sys.stderr.flush()
-
-
-def format_size(n: int) -> str:
-    """Bytes for people: ``512 B``, ``64.0 kB``, ``36.7 MB``, ``2.1 GB`` (powers of 1000)."""
-    if n < 1000:
-        return f"{n} B"
-    value = float(n)
-    for unit in ("kB", "MB", "GB", "TB"):
-        value /= 1000
-        if value < 1000 or unit == "TB":
-            break
-    return f"{value:.1f} {unit}"
 
 
 def _describe_exit(proc: int, info: dict[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ._agent import Excerpt, Ready
 from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
 from ._errors import (
     CommandNotFound,
@@ -9,11 +10,14 @@ from ._errors import (
     InvalidArgv,
     InvalidPattern,
     InvalidScope,
+    NoMatch,
     NotExecutable,
+    NotReady,
     ProcNotFound,
     ProcRunning,
     ProcwindowError,
     SpawnFailed,
+    StdinClosed,
     SupervisorClosed,
     UnsafePath,
     UnsupportedPlatform,
@@ -30,12 +34,16 @@ from ._types import (
     Clock,
     Event,
     EventKind,
+    ExitEvent,
     ExitInfo,
     ExitReason,
     Line,
+    OutputEvent,
+    PartialEvent,
     ProcState,
     ProcStats,
     ReadBatch,
+    StartEvent,
     Stream,
 )
 from .rules import (
@@ -50,6 +58,7 @@ from .rules import (
     command_argv,
     count_scopes,
     scope_pattern,
+    topic_token,
 )
 
 __all__ = [
@@ -69,13 +78,19 @@ __all__ = [
     "CwdMissing",
     "Event",
     "EventKind",
+    "Excerpt",
+    "ExitEvent",
     "ExitInfo",
     "ExitReason",
     "InvalidArgv",
     "InvalidPattern",
     "InvalidScope",
     "Line",
+    "NoMatch",
     "NotExecutable",
+    "NotReady",
+    "OutputEvent",
+    "PartialEvent",
     "Pattern",
     "Proc",
     "ProcNotFound",
@@ -84,9 +99,12 @@ __all__ = [
     "ProcStats",
     "ProcwindowError",
     "ReadBatch",
+    "Ready",
     "ScopeCounts",
     "SearchHit",
     "SpawnFailed",
+    "StartEvent",
+    "StdinClosed",
     "Stream",
     "Subscription",
     "Supervisor",
@@ -99,4 +117,5 @@ __all__ = [
     "count_scopes",
     "format_runtime",
     "scope_pattern",
+    "topic_token",
 ]

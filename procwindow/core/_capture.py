@@ -10,9 +10,9 @@ import os
 from collections.abc import Callable
 
 from ._child import Child
-from ._types import Stream
+from ._types import Line, Stream
 
-__all__ = ["BIG_PIPE", "OUTPUT_EVENT_INTERVAL", "Capture"]
+__all__ = ["BIG_PIPE", "OUTPUT_EVENT_INTERVAL", "PARTIAL_DELAY", "Capture"]
 
 log = logging.getLogger("procwindow")
 
@@ -20,11 +20,16 @@ log = logging.getLogger("procwindow")
 BIG_PIPE = 1024 * 1024
 #: Output events are coalesced per proc and stream over this many seconds.
 OUTPUT_EVENT_INTERVAL = 0.05
+#: An unterminated line is shown (as a partial line) this many seconds after it
+#: appears, and then at most this often while it changes (a progress bar).
+PARTIAL_DELAY = 0.2
 
 #: Told ``(child, stream, first seq, last seq)`` of lines not yet announced.
 Announce = Callable[[Child, Stream, int, int], None]
 #: Told of a child whose pipes are both closed (its output is complete).
 Closed = Callable[[Child], None]
+#: Told of an unterminated line newly shown (or changed) for a child.
+Partial = Callable[[Child, Line], None]
 
 
 class Capture:
@@ -34,6 +39,11 @@ class Capture:
     never blocks on a full pipe. New lines are announced through ``announce``,
     coalesced per proc and stream over OUTPUT_EVENT_INTERVAL, and only while
     ``listening()`` says someone wants them.
+
+    An unterminated line (a prompt, a ``\r`` progress bar) that has been there
+    for PARTIAL_DELAY is shown as a partial line (``child.partials``), and
+    updated at most every PARTIAL_DELAY while it changes; it goes once the line
+    completes. Readers waiting on the child are woken by each of these.
     """
 
     def __init__(
@@ -45,6 +55,7 @@ class Capture:
         closed: Closed,
         over_budget: Callable[[], bool],
         reclaim: Callable[[], None],
+        partial: Partial,
     ) -> None:
         self._loop = loop
         self._announce = announce
@@ -53,6 +64,7 @@ class Capture:
         self._closed = closed
         self._over_budget = over_budget
         self._reclaim = reclaim
+        self._partial = partial
         # One shared read buffer: reads never allocate, and the ring copies out
         # only what it keeps (a fresh 1 MiB bytes per read fragments the heap).
         self._buf = bytearray(BIG_PIPE)
@@ -98,11 +110,35 @@ class Capture:
             if not child.capture_failed:
                 child.capture_failed = True
                 log.exception("proc %d: capture failed; its %s lines are lost", child.id, stream)
-        child.disk.write(stream, self._view[:n], now, store.last_seq, store.pending_size(stream))
+        pending = store.pending_size(stream)
+        child.disk.write(stream, self._view[:n], now, store.last_seq, pending)
         if seqs is not None:
             self._note(child, stream, seqs)
+            child.partials.pop(stream, None)  # its line is complete now
+        if pending and stream not in child.partial_timers:
+            child.partial_timers[stream] = self._loop.call_later(
+                PARTIAL_DELAY, self._show_partial, child, stream
+            )
+        if child.waiters:
+            child.wake()
         if self._over_budget():
             self._reclaim()
+
+    def _show_partial(self, child: Child, stream: Stream) -> None:
+        """The unterminated line of a stream has stood PARTIAL_DELAY: show its state."""
+        child.partial_timers.pop(stream, None)
+        text = child.store.partial_text(stream)
+        if text is None:
+            return
+        seq = child.store.last_seq + 1
+        old = child.partials.get(stream)
+        if old is not None and old.text == text and old.seq == seq:
+            return
+        line = Line(seq, stream, self._clock(), text, False, True)
+        child.partials[stream] = line
+        self.flush_child(child)  # the lines before it are announced first
+        self._partial(child, line)
+        child.wake()
 
     def drain(self, child: Child) -> None:
         """Read what is in both pipes now, without waiting (at the child's exit)."""
@@ -127,9 +163,14 @@ class Capture:
         seqs = child.store.flush(stream, now)
         if seqs is not None:
             self._note(child, stream, seqs)
+        child.partials.pop(stream, None)
+        timer = child.partial_timers.pop(stream, None)
+        if timer is not None:
+            timer.cancel()
         child.disk.end(stream, now, child.store.last_seq)
         if not child.open_streams:
             self._closed(child)
+        child.wake()
 
     def close(self, child: Child) -> None:
         """Stop reading a child's pipes (what is unread is lost) and close its logs."""
@@ -140,6 +181,7 @@ class Capture:
     def forget(self, child: Child) -> None:
         """Announce nothing more of a child (dismissed)."""
         self._dirty.discard(child)
+        child.cancel_timers()
 
     # -- announcing ------------------------------------------------------------------
 
@@ -154,6 +196,15 @@ class Capture:
         self._dirty.add(child)
         if self._flush_handle is None:
             self._flush_handle = self._loop.call_later(OUTPUT_EVENT_INTERVAL, self.flush)
+
+    def flush_child(self, child: Child) -> None:
+        """Announce a child's pending spans now (before its exit or a partial line)."""
+        if child not in self._dirty:
+            return
+        self._dirty.discard(child)
+        pending, child.out_pending = child.out_pending, {}
+        for stream, (first, last) in sorted(pending.items(), key=lambda kv: kv[1][0]):
+            self._announce(child, stream, first, last)
 
     def flush(self) -> None:
         """Announce every pending span now."""

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ._types import ExitInfo, ExitReason, Stream
+from ._types import ExitInfo, ExitReason, Line, Stream
 
 if TYPE_CHECKING:
     from ._disklog import DiskLog
@@ -41,18 +41,27 @@ class Child:
         "capture_failed",
         "disk",
         "exit_fut",
+        "final_seq",
         "max_read",
         "open_streams",
         "out_pending",
+        "partial_timers",
+        "partials",
         "pidfd",
         "popen",
         "proc",
         "ps_cache",
         "read_size",
+        "ready_task",
+        "stdin_fd",
+        "stdin_lock",
         "stop_cause",
         "stop_task",
         "store",
         "stream_fds",
+        "timed_out",
+        "timeout_handle",
+        "waiters",
     )
 
     def __init__(
@@ -86,6 +95,19 @@ class Child:
         self.out_pending: dict[Stream, list[int]] = {}
         #: psutil handles of the tree, kept between stats() calls for CPU %.
         self.ps_cache: dict[int, psutil.Process] = {}
+        #: The write end of its stdin pipe (spawned with stdin=True), until closed.
+        self.stdin_fd: int | None = None
+        self.stdin_lock = asyncio.Lock()
+        #: The seq of its last line when it exited (its final cursor).
+        self.final_seq: int | None = None
+        #: Unterminated lines shown to readers: {stream: Line(partial=True)}.
+        self.partials: dict[Stream, Line] = {}
+        self.partial_timers: dict[Stream, asyncio.TimerHandle] = {}
+        #: Futures of readers waiting for anything new (lines, a partial, the exit).
+        self.waiters: list[asyncio.Future[None]] = []
+        self.timeout_handle: asyncio.TimerHandle | None = None
+        self.timed_out = False
+        self.ready_task: asyncio.Task[None] | None = None
         proc._attach(self)
 
     @property
@@ -101,12 +123,27 @@ class Child:
         """True until its exit status is taken: its pid and group id are still its own."""
         return self.pidfd is not None
 
+    def changed(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
+        """A future that is done at the next wake-up (see ``wake``)."""
+        fut: asyncio.Future[None] = loop.create_future()
+        self.waiters.append(fut)
+        return fut
+
+    def wake(self) -> None:
+        """Something readable changed: new lines, a partial line, the exit."""
+        waiters, self.waiters = self.waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
     def note_stop(self, cause: StopCause) -> None:
         """Record why we stop it; a stronger cause wins (a kill after a term)."""
         self.stop_cause = max(self.stop_cause, cause)
 
     def exit_reason(self, code: int, sig: int | None, stolen: bool) -> ExitReason:
         """How it ended, from its status and what we did to it."""
+        if self.timed_out:
+            return ExitReason.TIMEOUT
         if self.stop_cause is StopCause.ESCALATED:
             return ExitReason.ESCALATED
         if self.stop_cause is StopCause.KILLED:
@@ -167,3 +204,22 @@ class Child:
     def close_logs(self) -> None:
         with contextlib.suppress(OSError):
             self.disk.close()
+
+    def close_stdin(self, loop: asyncio.AbstractEventLoop | None) -> bool:
+        """Close the write end of its stdin (the child reads EOF); False if closed."""
+        fd, self.stdin_fd = self.stdin_fd, None
+        if fd is None:
+            return False
+        if loop is not None:
+            loop.remove_writer(fd)
+        os.close(fd)
+        return True
+
+    def cancel_timers(self) -> None:
+        """Stop its timeout and partial-line timers (it exited, or is dismissed)."""
+        if self.timeout_handle is not None:
+            self.timeout_handle.cancel()
+            self.timeout_handle = None
+        for handle in self.partial_timers.values():
+            handle.cancel()
+        self.partial_timers.clear()

@@ -6,17 +6,25 @@ window, a control socket or a script can show it without parsing the message.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._types import ExitInfo
+
 __all__ = [
     "CommandNotFound",
     "CwdMissing",
     "InvalidArgv",
     "InvalidPattern",
     "InvalidScope",
+    "NoMatch",
     "NotExecutable",
+    "NotReady",
     "ProcNotFound",
     "ProcRunning",
     "ProcwindowError",
     "SpawnFailed",
+    "StdinClosed",
     "SupervisorClosed",
     "UnsafePath",
     "UnsupportedPlatform",
@@ -128,3 +136,47 @@ class WrongLoop(ProcwindowError, RuntimeError):
 
     def __init__(self) -> None:
         super().__init__("a Supervisor is bound to the event loop it first ran on")
+
+
+def _ended(exit_: ExitInfo) -> str:
+    signal = f", signal {exit_.signal}" if exit_.signal is not None else ""
+    return f"exited with code {exit_.code} ({exit_.reason.value}{signal})"
+
+
+class NoMatch(ProcwindowError, LookupError):
+    """``wait_for``: the proc ended and none of its lines matched.
+
+    ``exit`` is how it ended, ``cursor`` the seq of its last line read.
+    """
+
+    def __init__(self, proc_id: int, pattern: str, exit_: ExitInfo, cursor: int) -> None:
+        super().__init__(f"proc {proc_id} {_ended(exit_)} without a line matching {pattern!r}")
+        self.proc_id = proc_id
+        self.pattern = pattern
+        self.exit = exit_
+        self.cursor = cursor
+
+
+class NotReady(ProcwindowError, RuntimeError):
+    """``wait_ready``: the proc exited, or its check gave up, before it was ready.
+
+    ``exit`` is how it ended (None while it runs), ``why`` says what happened.
+    """
+
+    def __init__(self, proc_id: int, why: str, exit_: ExitInfo | None = None) -> None:
+        super().__init__(f"proc {proc_id} is not ready: {why}")
+        self.proc_id = proc_id
+        self.why = why
+        self.exit = exit_
+
+    @classmethod
+    def exited(cls, proc_id: int, exit_: ExitInfo) -> NotReady:
+        return cls(proc_id, f"it {_ended(exit_)} before its check passed", exit_)
+
+
+class StdinClosed(ProcwindowError, BrokenPipeError):
+    """``write`` to a proc whose stdin is closed, or that has none."""
+
+    def __init__(self, proc_id: int, why: str) -> None:
+        super().__init__(f"proc {proc_id}: {why}")
+        self.proc_id = proc_id

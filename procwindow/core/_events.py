@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Protocol
 
 from ._topics import Pattern, topic_for
-from ._types import Event, EventKind
+from ._types import Event, EventKind, ExitEvent, OutputEvent, PartialEvent, StartEvent
 
 if TYPE_CHECKING:
     from ._proc import Proc
@@ -24,6 +24,14 @@ DEFAULT_QUEUE_SIZE = 4096
 
 #: The topic of the event that reports lost events once the queue has drained.
 MISSED_TOPIC = "missed"
+
+#: The class of the events of each kind (the rest are plain Events).
+_EVENT_CLASS: dict[EventKind, type[Event]] = {
+    EventKind.START: StartEvent,
+    EventKind.OUTPUT: OutputEvent,
+    EventKind.PARTIAL: PartialEvent,
+    EventKind.EXIT: ExitEvent,
+}
 
 
 class _Unsubscribe(Protocol):
@@ -42,10 +50,14 @@ class Subscription:
     ``async with``) to stop.
     """
 
-    def __init__(self, pattern: Pattern, maxsize: int, on_close: _Unsubscribe) -> None:
+    def __init__(
+        self, pattern: Pattern, maxsize: int, on_close: _Unsubscribe, proc: int | None = None
+    ) -> None:
         if maxsize < 1:
             raise ValueError(f"maxsize must be positive, got {maxsize}")
         self.pattern = pattern
+        #: Only this proc's events (None: every proc's).
+        self.proc = proc
         self.missed = 0
         self._maxsize = maxsize
         self._queue: deque[Event] = deque()
@@ -137,9 +149,11 @@ class EventHub:
         self._subs: list[Subscription] = []
         self._closed = False
 
-    def subscribe(self, pattern: str, maxsize: int = DEFAULT_QUEUE_SIZE) -> Subscription:
+    def subscribe(
+        self, pattern: str, maxsize: int = DEFAULT_QUEUE_SIZE, proc: int | None = None
+    ) -> Subscription:
         """A new subscription; already closed if the hub is. InvalidPattern if malformed."""
-        sub = Subscription(Pattern(pattern), maxsize, self._unsubscribe)
+        sub = Subscription(Pattern(pattern), maxsize, self._unsubscribe, proc)
         if self._closed:
             sub.close()
         else:
@@ -164,9 +178,9 @@ class EventHub:
         topic = topic_for(p.session, p.agent, kind.value)
         ev: Event | None = None
         for sub in list(self._subs):
-            if sub.pattern.matches(topic):
+            if (sub.proc is None or sub.proc == p.id) and sub.pattern.matches(topic):
                 if ev is None:
-                    ev = Event(
+                    ev = _EVENT_CLASS.get(kind, Event)(
                         topic=topic,
                         kind=kind,
                         proc_id=p.id,

@@ -244,6 +244,17 @@ class OutputStore:
         """Bytes of a stream's unterminated line held now."""
         return len(self._pending[stream].data)
 
+    def partial_text(self, stream: Stream) -> str | None:
+        """What a terminal would show of a stream's unterminated line now (its
+        latest state after each ``\r``), or None when there is none."""
+        data = self._pending[stream].data
+        if not data:
+            return None
+        data = data.removesuffix(b"\r")
+        if b"\r" in data:
+            data = data.rpartition(b"\r")[2]
+        return data.decode("utf-8", "replace")
+
     # -- reading -------------------------------------------------------------
 
     @property

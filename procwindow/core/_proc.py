@@ -4,16 +4,28 @@ from __future__ import annotations
 
 import shlex
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ._text import escape_controls
 from ._types import ExitInfo, ExitReason, ProcState
 
 if TYPE_CHECKING:
+    from ._agent import Ready
     from ._child import Child
     from ._history import HistoryRow
 
-__all__ = ["Proc", "format_cmd"]
+__all__ = ["Proc", "SpawnOptions", "format_cmd"]
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnOptions:
+    """What a spawn asked for beyond the command and its scope (restart repeats it)."""
+
+    timeout: float | None = None
+    merge_stderr: bool = False
+    stdin: bool = False
+    ready: Ready | None = None
 
 
 def format_cmd(argv: tuple[str, ...]) -> str:
@@ -44,7 +56,9 @@ class Proc:
         "_exit",
         "_graceful_timeout",
         "_id",
+        "_options",
         "_os_pid",
+        "_ready",
         "_record",
         "_session",
         "_started_at",
@@ -67,6 +81,7 @@ class Proc:
         started_at: float,
         started_mono: float,
         graceful_timeout: float | None = None,
+        options: SpawnOptions | None = None,
     ) -> None:
         self._id = proc_id
         self._os_pid = os_pid
@@ -86,6 +101,8 @@ class Proc:
         self._graceful_timeout = graceful_timeout
         self._child: Child | None = None
         self._record: HistoryRow | None = None
+        self._options = options or SpawnOptions()
+        self._ready = self._options.ready is None
 
     @classmethod
     def _from_record(cls, row: HistoryRow) -> Proc:
@@ -121,6 +138,13 @@ class Proc:
 
     def _attach(self, child: Child) -> None:
         self._child = child
+
+    def _set_ready(self) -> bool:
+        """Its readiness check passed; False if it was ready already."""
+        if self._ready:
+            return False
+        self._ready = True
+        return True
 
     def _set_stopping(self) -> bool:
         """Running → stopping; False if it was stopping or exited already."""
@@ -194,6 +218,21 @@ class Proc:
     def graceful_timeout(self) -> float | None:
         """This proc's seconds between SIGTERM and SIGKILL (None: the supervisor's)."""
         return self._graceful_timeout
+
+    @property
+    def options(self) -> SpawnOptions:
+        """What its spawn asked for: timeout, merge_stderr, stdin, ready."""
+        return self._options
+
+    @property
+    def timeout(self) -> float | None:
+        """Seconds it may run before it is terminated (reason ``timeout``), or None."""
+        return self._options.timeout
+
+    @property
+    def ready(self) -> bool:
+        """True once its readiness check passed; True from the start without one."""
+        return self._ready
 
     # -- life ----------------------------------------------------------------
 

@@ -159,14 +159,26 @@ class Started(NamedTuple):
     popen: subprocess.Popen[bytes]
     pidfd: int
     stdout: int
-    stderr: int
+    stderr: int | None  # None: stderr goes to the stdout pipe (merge_stderr)
+    stdin: int | None  # the write end of its stdin pipe, if it has one
     start: int  # its start time in clock ticks (with the pid, names it for good)
 
 
 def start(
-    args: tuple[str, ...], exe: str, cwd: str | None, env: dict[str, str], stdin: int | None
+    args: tuple[str, ...],
+    exe: str,
+    cwd: str | None,
+    env: dict[str, str],
+    devnull: int,
+    *,
+    merge_stderr: bool = False,
+    stdin: bool = False,
 ) -> Started:
-    """Start a child in a process group of its own, with both pipes and a pidfd.
+    """Start a child in a process group of its own, with its pipes and a pidfd.
+
+    ``merge_stderr``: one pipe for stdout and stderr (their order is exact).
+    ``stdin``: a pipe to its stdin, whose write end is returned (non-blocking);
+    otherwise its stdin is ``devnull``.
 
     Any failure unwinds everything acquired so far, in reverse — the child too
     (killed and reaped): nothing is left behind. Raises the errors of ``popen``,
@@ -174,15 +186,24 @@ def start(
     """
     with contextlib.ExitStack() as undo:
         try:
-            # The write ends are the child's: closed here whatever happens.
-            with contextlib.ExitStack() as write_ends:
+            # The child's ends are closed here whatever happens.
+            with contextlib.ExitStack() as childs_ends:
                 out_r, out_w = os.pipe2(os.O_CLOEXEC)
                 undo.callback(os.close, out_r)
-                write_ends.callback(os.close, out_w)
-                err_r, err_w = os.pipe2(os.O_CLOEXEC)
-                undo.callback(os.close, err_r)
-                write_ends.callback(os.close, err_w)
-                child = popen(args, exe, cwd, env, stdin, out_w, err_w)
+                childs_ends.callback(os.close, out_w)
+                err_r: int | None = None
+                err_w = out_w
+                if not merge_stderr:
+                    err_r, err_w = os.pipe2(os.O_CLOEXEC)
+                    undo.callback(os.close, err_r)
+                    childs_ends.callback(os.close, err_w)
+                in_w: int | None = None
+                in_r = devnull
+                if stdin:
+                    in_r, in_w = os.pipe2(os.O_CLOEXEC)
+                    undo.callback(os.close, in_w)
+                    childs_ends.callback(os.close, in_r)
+                child = popen(args, exe, cwd, env, in_r, out_w, err_w)
         except ProcwindowError:
             raise
         except OSError as exc:  # EMFILE, ENFILE
@@ -199,8 +220,10 @@ def start(
             raise SpawnFailed(exc.errno, f"cannot watch {args[0]!r}: {os_error_text(exc)}") from exc
         if stat is None:
             raise SpawnFailed(None, f"{args[0]!r} vanished as it started")
+        if in_w is not None:
+            os.set_blocking(in_w, False)
         undo.pop_all()
-    return Started(child, pidfd, out_r, err_r, stat.start)
+    return Started(child, pidfd, out_r, err_r, in_w, stat.start)
 
 
 def _kill_unwatched(child: subprocess.Popen[bytes]) -> None:

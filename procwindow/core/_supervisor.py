@@ -12,10 +12,12 @@ import secrets
 import signal
 import time
 import warnings
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
+from typing import Any
 
-from . import _spawn
+from . import _agent, _spawn
+from ._agent import Excerpt, Ready
 from ._archive import (
     DEFAULT_HISTORY_AGE,
     DEFAULT_HISTORY_BYTES,
@@ -25,12 +27,20 @@ from ._archive import (
 )
 from ._capture import Capture
 from ._child import Child, StopCause
-from ._errors import ProcNotFound, ProcRunning, SupervisorClosed, WrongLoop
+from ._errors import (
+    NoMatch,
+    NotReady,
+    ProcNotFound,
+    ProcRunning,
+    StdinClosed,
+    SupervisorClosed,
+    WrongLoop,
+)
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._linux import MARKER_VAR, require_linux
 from ._output import OutputStore, RingBudget
 from ._private import private_state_root
-from ._proc import Proc
+from ._proc import Proc, SpawnOptions
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._reports import idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
@@ -44,6 +54,7 @@ from ._types import (
     EventKind,
     ExitInfo,
     ExitReason,
+    Line,
     ProcStats,
     ReadBatch,
     Stream,
@@ -52,10 +63,10 @@ from ._watchdog import Watchdog
 from .rules import (
     DEFAULT_GRACEFUL_TIMEOUT,
     DEFAULT_TOOL,
-    check_argv,
     check_graceful_timeout,
     check_scope_name,
     check_tool,
+    command_argv,
 )
 
 __all__ = ["Supervisor"]
@@ -96,6 +107,7 @@ class _Running:
             sup._output_closed,
             lambda: sup._budget.used > sup._budget.limit,
             sup._reclaim,
+            sup._announce_partial,
         )
         self.sweeper = Sweeper(
             loop,
@@ -280,6 +292,10 @@ class Supervisor:
 
     async def _stop_everything(self, run: _Running) -> bool:
         """Stop every proc and what it left behind; True if nothing of ours runs."""
+        checks = [c.ready_task for c in self._children.values() if c.ready_task is not None]
+        for task in checks:
+            task.cancel()
+        await asyncio.gather(*checks, return_exceptions=True)
         results = await asyncio.gather(
             *(self.term(p.id) for p in self.procs() if p.running), return_exceptions=True
         )
@@ -309,7 +325,11 @@ class Supervisor:
         """Free every resource; stand the watchdog down only if ``clean``."""
         run = self._run
         for child in self._children.values():
+            child.cancel_timers()
+            if child.ready_task is not None:
+                child.ready_task.cancel()
             with contextlib.suppress(Exception):
+                child.close_stdin(run.loop if run is not None else None)
                 if run is not None:
                     run.capture.close(child)
         if run is not None:
@@ -336,12 +356,17 @@ class Supervisor:
         self._closed = True
 
     def __del__(self) -> None:
-        if getattr(self, "_run", None) is not None and not getattr(self, "_closed", True):
-            warnings.warn(
-                f"unclosed {self!r}: its children were left running (call close())",
-                ResourceWarning,
-                stacklevel=2,
-            )
+        if getattr(self, "_run", None) is None or getattr(self, "_closed", True):
+            return
+        running = sum(c.proc.running for c in getattr(self, "_children", {}).values())
+        left = (
+            f"{running} of its children were left running" if running else "its fds were left open"
+        )
+        warnings.warn(
+            f"unclosed {self!r}: {left} (call close())",
+            ResourceWarning,
+            stacklevel=2,
+        )
 
     def __repr__(self) -> str:
         running = sum(c.proc.running for c in self._children.values())
@@ -352,21 +377,38 @@ class Supervisor:
 
     async def spawn(
         self,
-        argv: Sequence[str],
+        argv: Sequence[str] | None = None,
         *,
         session: str,
         agent: str,
+        shell: str | None = None,
         tool: str = DEFAULT_TOOL,
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str | None] | None = None,
         graceful_timeout: float | None = None,
+        timeout: float | None = None,
+        merge_stderr: bool = False,
+        stdin: bool = False,
+        ready: Ready | str | int | Mapping[str, object] | None = None,
+        reuse: bool = False,
     ) -> Proc:
-        """Start ``argv`` for scope ``(session, agent)``; return its Proc.
+        """Start ``argv`` (or the ``shell`` line) for scope ``(session, agent)``; return its Proc.
 
-        No shell is involved: metacharacters reach the child literally. ``env``
-        adds to or overrides the inherited environment (a value of None removes
-        a variable). ``graceful_timeout`` overrides the supervisor's for this proc
-        (0 to MAX_GRACEFUL_TIMEOUT seconds).
+        ``argv`` runs without a shell: metacharacters reach the child literally.
+        ``shell="make | tee log"`` runs ``/bin/sh -c`` with that line; give
+        exactly one of the two. ``env`` adds to or overrides the inherited
+        environment (a value of None removes a variable). ``graceful_timeout``
+        overrides the supervisor's for this proc (0 to MAX_GRACEFUL_TIMEOUT seconds).
+
+        ``timeout``: after that many seconds the proc is terminated (SIGTERM,
+        SIGKILL after the grace) and its exit reason is ``timeout``.
+        ``merge_stderr``: stderr goes into the stdout pipe, so the two are in
+        the exact order written (all lines are then ``stdout``).
+        ``stdin``: keep a pipe to its stdin for ``write``/``close_stdin``
+        (otherwise stdin is /dev/null). ``ready``: how it shows it is ready (a
+        :class:`Ready`, a line pattern, or a localhost port); see ``wait_ready``.
+        ``reuse``: if a proc with the same argv, cwd and scope is running,
+        return it instead of starting a second copy.
 
         Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
         InvalidScope, UnsafePath (an unsafe log directory, or a FIFO, symlink
@@ -376,19 +418,43 @@ class Supervisor:
         run = self._bind_loop()
         if self._closing or self._closed:
             raise SupervisorClosed("this supervisor is closing")
-        args = check_argv(argv)
+        args = command_argv(argv, shell)
         check_scope_name("session", session)
         check_scope_name("agent", agent)
         check_tool(tool)
         cwd_s = check_cwd(cwd)
         overrides = check_env(env)
         grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)
+        options = SpawnOptions(
+            timeout=_agent.check_timeout(timeout),
+            merge_stderr=bool(merge_stderr),
+            stdin=bool(stdin),
+            ready=Ready.of(ready) if ready is not None else None,
+        )
+        if reuse:
+            for child in reversed(self._children.values()):
+                p = child.proc
+                if p.running and (p.argv, p.cwd, p.session, p.agent) == (
+                    args,
+                    cwd_s,
+                    session,
+                    agent,
+                ):
+                    return p
         env_now = _spawn.child_env(overrides, f"{self._token}:0")
         exe = resolve(args[0], env_now, cwd_s)
         with self._archive.reserve_id() as proc_id:
             env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
             disk = self._archive.prepare(proc_id)
-            started = _spawn.start(args, exe, cwd_s, env_now, run.devnull)
+            started = _spawn.start(
+                args,
+                exe,
+                cwd_s,
+                env_now,
+                run.devnull,
+                merge_stderr=options.merge_stderr,
+                stdin=options.stdin,
+            )
         pid = started.popen.pid
         if self._watchdog is not None:
             self._watchdog.started(pid, started.start)
@@ -405,16 +471,23 @@ class Supervisor:
             started_at=self._clock.time(),
             started_mono=self._clock.monotonic(),
             graceful_timeout=grace,
+            options=options,
         )
+        fds = {Stream.STDOUT: started.stdout}
+        if started.stderr is not None:
+            fds[Stream.STDERR] = started.stderr
+        else:  # merged: stderr has no pipe, and nothing more to log
+            disk.end(Stream.STDERR, proc.started_at, 0)
         child = Child(
             proc,
             started.popen,
             started.pidfd,
-            {Stream.STDOUT: started.stdout, Stream.STDERR: started.stderr},
+            fds,
             OutputStore(self.ring_lines, self.ring_bytes, budget=self._budget),
             disk,
             run.loop.create_future(),
         )
+        child.stdin_fd = started.stdin
         self._children[proc_id] = child
         self._archive.started(proc)
         own_child(pid, functools.partial(self._on_exit, child))
@@ -423,12 +496,18 @@ class Supervisor:
         self._events.publish(
             proc, EventKind.START, os_pid=pid, tool=tool, cmd=proc.cmd, at=proc.started_at
         )
+        if options.timeout is not None:
+            child.timeout_handle = run.loop.call_later(options.timeout, self._time_out, child)
+        if options.ready is not None:
+            child.ready_task = run.loop.create_task(self._watch_ready(child, options.ready))
         run.sweeper.schedule(SWEEP_INTERVAL, scan=False)
         return proc
 
     async def restart(self, proc_id: int) -> Proc:
-        """Start the same argv, scope, tool, cwd and env again, as a new proc (new id)."""
+        """Start the same command again (argv, scope, tool, cwd, env and the
+        spawn's options), as a new proc (new id)."""
         p = self.get(proc_id)
+        o = p.options
         return await self.spawn(
             p.argv,
             session=p.session,
@@ -437,7 +516,38 @@ class Supervisor:
             cwd=p.cwd,
             env=p.env,
             graceful_timeout=p.graceful_timeout,
+            timeout=o.timeout,
+            merge_stderr=o.merge_stderr,
+            stdin=o.stdin,
+            ready=o.ready,
         )
+
+    def _time_out(self, child: Child) -> None:
+        """Its ``timeout`` ran out: terminate it (reason ``timeout``)."""
+        child.timeout_handle = None
+        if child.proc.exit is not None or self._closing:
+            return
+        child.timed_out = True
+        task = asyncio.ensure_future(self.term(child.id))
+        task.add_done_callback(_log_failure(f"proc {child.id}: terminating it at its timeout"))
+
+    async def _watch_ready(self, child: Child, ready: Ready) -> None:
+        """Run a proc's readiness check; mark it ready and announce it."""
+        deadline = None if ready.timeout is None else time.monotonic() + ready.timeout
+        try:
+            async with asyncio.timeout_at(_loop_deadline(deadline)):
+                if ready.line is not None:
+                    await self.wait_for(
+                        child.id, ready.line, regex=ready.regex, stream=ready.stream
+                    )
+                    ok = True
+                else:
+                    ok = await _agent.run_check(ready, child)
+        except (TimeoutError, NoMatch):
+            return
+        if ok and child.proc._set_ready():
+            self._events.publish(child.proc, EventKind.READY)
+            child.wake()
 
     # -- exit ----------------------------------------------------------------
 
@@ -463,13 +573,20 @@ class Supervisor:
             run.capture.drain(child)
         except Exception:  # the exit must be recorded whatever happened above
             log.exception("proc %d: draining its pipes at exit failed", child.id)
+        if child.timeout_handle is not None:
+            child.timeout_handle.cancel()
+            child.timeout_handle = None
+        # Its stdin goes with it (a descendant that reads it sees EOF).
+        child.close_stdin(run.loop)
         reason = child.exit_reason(code, sig, stolen)
         info = child.proc._set_exited(
             code, sig, reason, self._clock.time(), self._clock.monotonic()
         )
+        child.final_seq = child.store.last_seq
         self._archive.ended(child.proc)
         if not child.exit_fut.done():
             child.exit_fut.set_result(info)
+        run.capture.flush_child(child)  # its output events come before its exit
         self._events.publish(
             child.proc,
             EventKind.EXIT,
@@ -479,8 +596,10 @@ class Supervisor:
             runtime=info.runtime,
             tool=child.proc.tool,
             cmd=child.proc.cmd,
+            last_seq=child.final_seq,
             at=child.proc.ended_at,
         )
+        child.wake()
         run.sweeper.schedule(SWEEP_INTERVAL, scan=False)  # to flush the guards
 
     def _output_closed(self, child: Child) -> None:
@@ -557,6 +676,7 @@ class Supervisor:
         *,
         limit: int | None = None,
         stream: Stream | str | None = None,
+        partial: bool = False,
     ) -> ReadBatch:
         """Lines with ``seq > since``, oldest first, across both streams.
 
@@ -564,12 +684,28 @@ class Supervisor:
         Lines that left the ring are read back from the log files; ``dropped``
         counts lines after ``since`` that are gone for good (cut by ``log_cap``).
         A past id (an earlier run, another supervisor, dismissed) reads from disk.
+
+        ``partial``: also return, last, the unterminated line of each stream
+        (``Line.partial``) once it has stood still for a moment: a prompt, or
+        a progress bar's latest state. The cursor does not move past it: the
+        next read returns it again, completed or changed. ``stream`` keeps
+        only that stream's lines; the cursor still moves past the other's.
         """
         want = Stream(stream) if stream is not None else None
         child = self._children.get(proc_id) if isinstance(proc_id, int) else None
         if child is None:
             return self._archive.read_past(self._id(proc_id), since, limit, want)
-        return self._archive.read_child(child, since, limit, want)
+        batch = self._archive.read_child(child, since, limit, want)
+        if partial and child.partials and batch.cursor >= child.store.last_seq:
+            shown = [
+                line
+                for line in child.partials.values()
+                if (want is None or line.stream is want) and line.seq > since
+            ]
+            if shown and (limit is None or len(batch.lines) + len(shown) <= limit):
+                shown.sort(key=lambda line: line.time)
+                return ReadBatch(batch.lines + shown, batch.dropped, batch.cursor, batch.eof)
+        return batch
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only)."""
@@ -583,9 +719,218 @@ class Supervisor:
             raise ProcNotFound(proc_id)  # type: ignore[arg-type]
         return proc_id
 
-    async def wait(self, proc_id: int) -> ExitInfo:
-        """Wait until the proc exits; return how it ended."""
-        return await asyncio.shield(self._child(proc_id).exit_fut)
+    async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo:
+        """Wait until the proc exits; return how it ended.
+
+        ``timeout``: raise TimeoutError after that many seconds; the proc is
+        left alone (it keeps running). A past id returns its recorded exit.
+        """
+        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        if child is None:
+            past = self._archive.past(self._id(proc_id))
+            if past.exit is None:
+                raise ProcRunning(proc_id)
+            return past.exit
+        if timeout is None:
+            return await asyncio.shield(child.exit_fut)
+        return await asyncio.wait_for(asyncio.shield(child.exit_fut), _agent.check_timeout(timeout))
+
+    # -- the agent layer -------------------------------------------------------
+
+    async def wait_for(
+        self,
+        proc_id: int,
+        pattern: str,
+        *,
+        regex: bool = True,
+        stream: Stream | str | None = None,
+        since: int = 0,
+        timeout: float | None = None,
+    ) -> Line:
+        """The first line after ``since`` that matches ``pattern`` (``re.search``,
+        or a substring with ``regex=False``); waits for it if need be.
+
+        An unterminated line that stands still (a prompt such as ``Continue?
+        [y/N] ``) is matched too: then the Line has ``partial`` set. To go on
+        after a hit, read from ``line.seq`` (``line.seq - 1`` for a partial
+        line). Raises NoMatch (with the exit) when the proc ended without a
+        matching line, TimeoutError after ``timeout`` seconds (the proc is left
+        alone), InvalidPattern for a bad pattern.
+        """
+        match = _agent.line_matcher(pattern, regex=regex)
+        want = Stream(stream) if stream is not None else None
+        limit = _agent.check_timeout(timeout)
+        async with asyncio.timeout(limit):
+            return await self._scan_for(proc_id, pattern, match, want, since)
+
+    async def _scan_for(
+        self,
+        proc_id: int,
+        pattern: str,
+        match: Callable[[str], bool],
+        want: Stream | None,
+        since: int,
+    ) -> Line:
+        cursor = since
+        while True:
+            child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+            loop = asyncio.get_running_loop()
+            # Registered before reading, so nothing that arrives meanwhile is missed.
+            changed = child.changed(loop) if child is not None else None
+            try:
+                batch = self.read(
+                    proc_id, cursor, limit=_agent.SCAN_CHUNK, stream=want, partial=True
+                )
+                for line in batch.lines:
+                    if match(line.text):
+                        return line
+                full = len(batch.lines) >= _agent.SCAN_CHUNK
+                cursor = batch.cursor
+                p = child.proc if child is not None else self.get(proc_id)
+                if (
+                    not full
+                    and p.exit is not None
+                    and (batch.eof or child is None or cursor >= (child.final_seq or 0))
+                ):
+                    raise NoMatch(proc_id, pattern, p.exit, cursor)
+                if child is None and not full:
+                    # Running under another supervisor: its lines reach us on disk.
+                    await asyncio.sleep(0.25)
+                elif full:
+                    await asyncio.sleep(0)
+                else:
+                    assert changed is not None
+                    await changed
+            finally:
+                if changed is not None and not changed.done():
+                    changed.cancel()
+
+    async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc:
+        """Wait until the proc's readiness check passes (``spawn(ready=...)``);
+        return the proc. At once for a proc without a check.
+
+        Raises NotReady when the proc exits first or its check gives up (its
+        ``Ready.timeout``), TimeoutError after ``timeout`` seconds (the proc is
+        left alone).
+        """
+        limit = _agent.check_timeout(timeout)
+        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        p = child.proc if child is not None else self.get(proc_id)
+        if p.ready:
+            return p
+        if child is None or child.ready_task is None:
+            if p.exit is not None:
+                raise NotReady.exited(p.id, p.exit)
+            raise NotReady(p.id, "its check runs under another supervisor")
+        await asyncio.wait_for(asyncio.shield(child.ready_task), limit)
+        if p.ready:
+            return p
+        if p.exit is not None:
+            raise NotReady.exited(p.id, p.exit)
+        check = p.options.ready
+        assert check is not None
+        assert check.timeout is not None
+        raise NotReady(p.id, f"its check ({check.describe()}) gave up after {check.timeout:g} s")
+
+    async def excerpt(
+        self,
+        proc_id: int,
+        *,
+        head: int = 20,
+        tail: int = 40,
+        max_bytes: int = 8000,
+        since: int = 0,
+    ) -> Excerpt:
+        """The output after ``since``, sized for a context window: the first
+        ``head`` and last ``tail`` lines, with ``… K lines (J bytes) omitted …``
+        between them, the whole at most ``max_bytes`` of text (fewer lines are
+        shown rather than more bytes; over-long lines are clipped). Returns the
+        cursor to continue from and, once it exited, the exit."""
+        for name, value in (("head", head), ("tail", tail), ("max_bytes", max_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        p = self.get(proc_id)
+        first = self.read(proc_id, since, limit=head + tail + 1, partial=True)
+        partial = next((x for x in reversed(first.lines) if x.partial), None)
+        complete = [x for x in first.lines if not x.partial]
+        last_seq = child.store.last_seq if child is not None else max(p.last_seq, first.cursor)
+        if len(complete) <= head + tail:
+            head_lines, tail_lines = complete, []
+            cursor, total, total_bytes = first.cursor, len(complete), 0
+            total_bytes = sum(len(x.text.encode("utf-8", "replace")) + 1 for x in complete)
+            dropped, eof = first.dropped, first.eof
+        else:
+            head_lines = complete[:head]
+            start = max(head_lines[-1].seq if head_lines else since, last_seq - tail)
+            end = self.read(proc_id, start, partial=True)
+            tail_lines = [x for x in end.lines if not x.partial][-tail:] if tail else []
+            partial = next((x for x in reversed(end.lines) if x.partial), None)
+            cursor, eof = end.cursor, end.eof
+            dropped = first.dropped + end.dropped
+            total = cursor - since - dropped
+            if since == 0 and not p.running:
+                total_bytes = max(0, p.output_bytes - p.cut_bytes)
+            else:
+                total_bytes, total = await _agent.count_bytes(
+                    lambda after, limit: self.read(proc_id, after, limit=limit), since, cursor
+                )
+        return _agent.build_excerpt(
+            head_lines,
+            tail_lines,
+            total=total,
+            total_bytes=total_bytes,
+            dropped=dropped,
+            max_bytes=max_bytes,
+            cursor=cursor,
+            eof=eof,
+            exit_=p.exit,
+            partial=partial,
+        )
+
+    # -- stdin ------------------------------------------------------------------
+
+    async def write(self, proc_id: int, data: bytes | str) -> int:
+        """Write ``data`` (str: as UTF-8) to the stdin of a proc spawned with
+        ``stdin=True``; return the bytes written. Waits while the pipe is full.
+        Raises StdinClosed if it has no stdin, it was closed, or the child
+        stopped reading (EPIPE)."""
+        child = self._child(proc_id)
+        buf = data.encode() if isinstance(data, str) else bytes(data)
+        loop = self._bind_loop().loop
+        async with child.stdin_lock:
+            view = memoryview(buf)
+            while view:
+                fd = child.stdin_fd
+                if fd is None:
+                    why = "its stdin is closed" if child.proc.options.stdin else "it has no stdin"
+                    if not child.proc.options.stdin:
+                        why += " (spawn it with stdin=True)"
+                    raise StdinClosed(proc_id, why)
+                try:
+                    n = os.write(fd, view)
+                except BlockingIOError:
+                    ready = loop.create_future()
+                    loop.add_writer(fd, ready.set_result, None)
+                    try:
+                        await asyncio.wait({ready, child.exit_fut}, return_when="FIRST_COMPLETED")
+                    finally:
+                        if child.stdin_fd == fd:
+                            loop.remove_writer(fd)
+                        ready.cancel()
+                    continue
+                except BrokenPipeError:
+                    child.close_stdin(loop)
+                    raise StdinClosed(proc_id, "it closed its stdin (broken pipe)") from None
+                view = view[n:]
+        return len(buf)
+
+    async def close_stdin(self, proc_id: int) -> bool:
+        """Close a proc's stdin (it reads EOF) once pending writes are done;
+        False if it had none or it was closed already."""
+        child = self._child(proc_id)
+        async with child.stdin_lock:
+            return child.close_stdin(self._run.loop if self._run is not None else None)
 
     def search(
         self,
@@ -619,17 +964,28 @@ class Supervisor:
 
     # -- events --------------------------------------------------------------
 
-    def subscribe(self, pattern: str, *, maxsize: int = DEFAULT_QUEUE_SIZE) -> Subscription:
+    def subscribe(
+        self, pattern: str = ">", *, proc: int | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
+    ) -> Subscription:
         """Events whose topic matches ``pattern`` (``*`` one token, ``>`` the rest).
 
-        Topics are ``session.{sid}.agent.{aid}.proc.{start|stopping|exit|output|dismiss}``.
+        Topics are ``session.{sid}.agent.{aid}.proc.{kind}``, kind one of
+        ``start stopping output partial ready exit dismiss``; a ``.`` in a
+        name is ``%2E`` there (``scope_pattern`` builds patterns for you).
+        ``proc``: only that proc's events. A proc's output events come before
+        its exit event, which carries the final cursor (``ExitEvent.last_seq``).
         Raises InvalidPattern for a malformed pattern.
         """
-        return self._events.subscribe(pattern, maxsize)
+        return self._events.subscribe(pattern, maxsize, proc)
 
     def _announce_output(self, child: Child, stream: Stream, first: int, last: int) -> None:
         self._events.publish(
             child.proc, EventKind.OUTPUT, stream=stream, first_seq=first, last_seq=last
+        )
+
+    def _announce_partial(self, child: Child, line: Line) -> None:
+        self._events.publish(
+            child.proc, EventKind.PARTIAL, stream=line.stream, first_seq=line.seq, text=line.text
         )
 
     def _mark_stopping(self, child: Child) -> None:
@@ -700,6 +1056,9 @@ class Supervisor:
             # sweep, which kills whatever carries the marker of a dismissed proc.
             run.sweeper.schedule(_SWEEP_SOON)
         run.capture.close(child)
+        child.close_stdin(run.loop)
+        if child.ready_task is not None:
+            child.ready_task.cancel()
         self._archive.output(child)
         self._archive.hide(proc_id)
         del self._children[proc_id]
@@ -760,3 +1119,21 @@ class Supervisor:
         child = self._child(proc_id)
         tree = self._run.signals.tree(child) if self._run is not None else None
         return tree_stats(child, tree or ())
+
+
+def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
+    """A done-callback that logs a background task's failure."""
+
+    def done(task: asyncio.Future[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:
+            log.error("%s failed: %s", what, task.exception())
+
+    return done
+
+
+def _loop_deadline(deadline: float | None) -> float | None:
+    """A ``time.monotonic()`` deadline on the running loop's clock."""
+    if deadline is None:
+        return None
+    loop = asyncio.get_running_loop()
+    return loop.time() + (deadline - time.monotonic())

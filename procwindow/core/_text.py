@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["escape_controls", "format_runtime"]
+__all__ = ["escape_controls", "format_runtime", "format_size"]
 
 _NAMED = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 #: Characters that end a line for ``str.splitlines`` or reorder text on screen.
@@ -44,3 +44,15 @@ def format_runtime(seconds: float) -> str:
     if s < 86400:
         return f"{s // 3600}h {s % 3600 // 60:02d}m"
     return f"{s // 86400}d {s % 86400 // 3600:02d}h"
+
+
+def format_size(n: int) -> str:
+    """Bytes for people: ``512 B``, ``64.0 kB``, ``36.7 MB``, ``2.1 GB`` (powers of 1000)."""
+    if n < 1000:
+        return f"{n} B"
+    value = float(n)
+    for unit in ("kB", "MB", "GB", "TB"):
+        value /= 1000
+        if value < 1000 or unit == "TB":
+            break
+    return f"{value:.1f} {unit}"

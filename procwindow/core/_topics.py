@@ -8,13 +8,15 @@ matches one or more tokens.
 from __future__ import annotations
 
 from ._errors import InvalidPattern
+from .rules import topic_token
 
 __all__ = ["Pattern", "topic_for"]
 
 
 def topic_for(session: str, agent: str, kind: str) -> str:
-    """The topic of an event about a proc of scope ``(session, agent)``."""
-    return f"session.{session}.agent.{agent}.proc.{kind}"
+    """The topic of an event about a proc of scope ``(session, agent)``; a ``.``
+    or ``%`` in a name is escaped (``gpt-4.1`` is the token ``gpt-4%2E1``)."""
+    return f"session.{topic_token(session)}.agent.{topic_token(agent)}.proc.{kind}"
 
 
 class Pattern:

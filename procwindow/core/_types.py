@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -12,12 +13,16 @@ __all__ = [
     "Clock",
     "Event",
     "EventKind",
+    "ExitEvent",
     "ExitInfo",
     "ExitReason",
     "Line",
+    "OutputEvent",
+    "PartialEvent",
     "ProcState",
     "ProcStats",
     "ReadBatch",
+    "StartEvent",
     "Stream",
 ]
 
@@ -47,6 +52,8 @@ class ExitReason(enum.StrEnum):
     ``escalated``: it ignored SIGTERM for ``graceful_timeout`` and got SIGKILL.
     ``lost``: its supervisor died before it exited (found in the history; the
     watchdog stopped it; its exit status was never seen, so the code is 255).
+    ``timeout``: it ran longer than its ``timeout`` and was terminated (SIGTERM,
+    then SIGKILL after the grace).
     """
 
     EXITED = "exited"
@@ -55,6 +62,7 @@ class ExitReason(enum.StrEnum):
     KILLED = "killed"
     ESCALATED = "escalated"
     LOST = "lost"
+    TIMEOUT = "timeout"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,9 +83,15 @@ class ExitInfo:
 class Line(NamedTuple):
     """One line of output.
 
-    ``seq`` is one counter across stdout and stderr, so sorting by it gives the
-    exact merged order. ``split`` is true for a piece of a line longer than
-    the line cap; the line continues in the next seq of the same stream.
+    ``seq`` is one counter across stdout and stderr, in the order the
+    supervisor read them: within a stream it is the exact order, across the two
+    pipes it is the order of the reads (lines written within one wake-up of the
+    supervisor may be swapped; ``merge_stderr=True`` gives one pipe and an exact
+    order). ``split`` is true for a piece of a line longer than the line cap; the
+    line continues in the next seq of the same stream. ``partial`` is true for
+    an unterminated line shown before it ends (``read(partial=True)``): a prompt
+    or a progress bar's latest state; its ``seq`` is the one it will have once
+    complete, and it is returned again (completed or changed) by the next read.
     """
 
     seq: int
@@ -85,6 +99,7 @@ class Line(NamedTuple):
     time: float
     text: str
     split: bool = False
+    partial: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +118,28 @@ class ReadBatch:
     cursor: int
     eof: bool
 
+    def __iter__(self) -> Iterator[Line]:
+        return iter(self.lines)
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getitem__(self, index: int) -> Line:
+        return self.lines[index]
+
+    @property
+    def text(self) -> str:
+        """The lines' text joined by newlines (with a final one)."""
+        return "".join(f"{line.text}\n" for line in self.lines)
+
 
 class EventKind(enum.StrEnum):
     """The last token of an event topic.
 
-    ``stopping``: ``term`` or ``kill`` was asked for; ``exit`` follows.
+    ``stopping``: ``term`` or ``kill`` was asked for (or a timeout ran out);
+    ``exit`` follows. ``output``: new lines. ``partial``: an unterminated line
+    (a prompt, a progress bar) stood still or changed; ``read(partial=True)``
+    shows it. ``ready``: the proc's readiness check passed.
     ``missed``: not about a proc; the subscriber fell behind and ``Event.missed``
     events matching its pattern were dropped (topic ``missed``, proc 0).
     """
@@ -116,6 +148,8 @@ class EventKind(enum.StrEnum):
     STOPPING = "stopping"
     EXIT = "exit"
     OUTPUT = "output"
+    PARTIAL = "partial"
+    READY = "ready"
     DISMISS = "dismiss"
     MISSED = "missed"
 
@@ -124,9 +158,12 @@ class EventKind(enum.StrEnum):
 class Event:
     """One supervisor event, delivered to subscribers whose pattern matches ``topic``.
 
-    Topic: ``session.{session}.agent.{agent}.proc.{kind}``. Fields that do not
-    apply to a kind are ``None``. ``missed`` counts events this subscriber lost
-    just before this one because its queue was full.
+    Topic: ``session.{session}.agent.{agent}.proc.{kind}`` (names escaped by
+    ``topic_token``). Fields that do not apply to a kind are ``None``; the
+    events of kinds ``start``, ``output``, ``partial`` and ``exit`` are the
+    subclasses :class:`StartEvent`, :class:`OutputEvent`, :class:`PartialEvent`
+    and :class:`ExitEvent`, whose fields are never ``None``. ``missed`` counts
+    events this subscriber lost just before this one because its queue was full.
     """
 
     topic: str
@@ -145,7 +182,52 @@ class Event:
     stream: Stream | None = None
     first_seq: int | None = None
     last_seq: int | None = None
+    text: str | None = None
     missed: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class StartEvent(Event):
+    """A proc started: its OS pid, tool and command line."""
+
+    os_pid: int = 0
+    tool: str = ""
+    cmd: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OutputEvent(Event):
+    """Lines ``first_seq..last_seq`` arrived (those of ``stream`` among them)."""
+
+    stream: Stream = Stream.STDOUT
+    first_seq: int = 0
+    last_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PartialEvent(Event):
+    """An unterminated line of ``stream`` (a prompt, a progress bar's latest
+    state) can be read with ``read(partial=True)``; ``text`` is that state and
+    ``first_seq`` the seq the line will have once complete."""
+
+    stream: Stream = Stream.STDOUT
+    first_seq: int = 0
+    text: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ExitEvent(Event):
+    """A proc exited. ``last_seq`` is the final cursor: every line the proc
+    wrote before it exited has ``seq <= last_seq`` and its output events came
+    before this one (a descendant that still holds the pipes may add lines
+    after it, announced by output events that follow)."""
+
+    code: int = 0
+    reason: ExitReason = ExitReason.EXITED
+    runtime: float = 0.0
+    tool: str = ""
+    cmd: str = ""
+    last_seq: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ __all__ = [
     "count_scopes",
     "scope_pattern",
     "shown",
+    "topic_token",
 ]
 
 #: The session a command runs in when nobody names one.
@@ -46,8 +47,9 @@ MAX_GRACEFUL_TIMEOUT = 60.0
 #: The shell that runs a ``shell=`` command line (``SHELL -c line``).
 SHELL = "/bin/sh"
 
-# Characters a session or agent name may not hold: they are topic tokens.
-_NOT_IN_NAMES = frozenset(".*> \t\r\n\0")
+# Characters a session or agent name may not hold: wildcards of patterns, and
+# whitespace (names are one token of one-line reports). A "." is escaped in topics.
+_NOT_IN_NAMES = frozenset("*> \t\r\n\0")
 
 
 # -- values ------------------------------------------------------------------
@@ -93,8 +95,9 @@ def check_graceful_timeout(value: object, what: str = "graceful_timeout") -> flo
 def check_scope_name(kind: str, name: object) -> str:
     """Return ``name`` if it can name a session or agent, else raise InvalidScope.
 
-    A name is one topic token shown in one-line reports: non-empty, printable,
-    without ``.``, ``*``, ``>`` or whitespace.
+    A name is shown in one-line reports and is one token of event topics:
+    non-empty, printable, without ``*``, ``>`` or whitespace. A ``.`` (``gpt-4.1``)
+    is allowed: topics escape it (see :func:`topic_token`).
     """
     if not isinstance(name, str) or not name:
         raise InvalidScope(f"{kind} must be a non-empty string, got {shown(name)}")
@@ -104,7 +107,7 @@ def check_scope_name(kind: str, name: object) -> str:
     if bad:
         raise InvalidScope(
             f"{kind} {shown(name)} contains {''.join(sorted(bad))!r}; "
-            "names may not contain '.', '*', '>', whitespace or control characters"
+            "names may not contain '*', '>', whitespace or control characters"
         )
     return name
 
@@ -183,13 +186,30 @@ def command_argv(argv: object = None, shell: object = None) -> tuple[str, ...]:
 # -- scopes ------------------------------------------------------------------
 
 
+def topic_token(name: str) -> str:
+    """A session or agent name as one token of a topic: ``%`` becomes ``%25`` and
+    ``.`` becomes ``%2E``, so a name never splits into two tokens.
+
+    >>> topic_token("gpt-4.1")
+    'gpt-4%2E1'
+    """
+    if "%" in name:
+        name = name.replace("%", "%25")
+    return name.replace(".", "%2E") if "." in name else name
+
+
 def scope_pattern(session: str | None = None, agent: str | None = None) -> str:
     """The event pattern of every proc in a scope (None: any session or agent).
+    Names are escaped as topics escape them (:func:`topic_token`).
 
     >>> scope_pattern("build")
     'session.build.agent.*.proc.>'
+    >>> scope_pattern("s", "gpt-4.1")
+    'session.s.agent.gpt-4%2E1.proc.>'
     """
-    return f"session.{session or '*'}.agent.{agent or '*'}.proc.>"
+    s = topic_token(session) if session else "*"
+    a = topic_token(agent) if agent else "*"
+    return f"session.{s}.agent.{a}.proc.>"
 
 
 class ScopeCounts(NamedTuple):

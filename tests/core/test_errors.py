@@ -101,7 +101,7 @@ def test_huge_argv_is_invalid_argv(run, tmp_path):
     run(main())
 
 
-@pytest.mark.parametrize("name", ["", "a.b", "a b", "*", ">", "x\n"])
+@pytest.mark.parametrize("name", ["", "a*", "a b", "*", ">", "x\n"])
 def test_invalid_scope_names(run, tmp_path, name):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:

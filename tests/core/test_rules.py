@@ -20,7 +20,9 @@ from procwindow.core.rules import (
     command_argv,
     count_scopes,
     scope_pattern,
+    topic_token,
 )
+from procwindow.core._topics import topic_for
 
 from .helpers import py
 
@@ -91,10 +93,23 @@ def test_tool_and_scope_names_that_are_fine_pass_through() -> None:
     assert check_scope_name("session", "build-2") == "build-2"
 
 
-@pytest.mark.parametrize("bad", ["", "a.b", "a*", ">", "a b", "tab\t", "nul\0", "esc\x1b"])
-def test_scope_names_are_single_topic_tokens(bad: str) -> None:
+@pytest.mark.parametrize("bad", ["", "a*", ">", "*", "a b", "tab\t", "nul\0", "esc\x1b"])
+def test_scope_names_hold_no_wildcard_or_whitespace(bad: str) -> None:
     with pytest.raises(InvalidScope):
         check_scope_name("agent", bad)
+
+
+@pytest.mark.parametrize("name", ["gpt-4.1", "2026-12-01T10:00:00.123", "a%2Eb", "v1.2.3"])
+def test_names_with_dots_are_one_escaped_topic_token(name: str) -> None:
+    assert check_scope_name("agent", name) == name
+    token = topic_token(name)
+    assert "." not in token
+    # The escape is reversible, so two names never share a token.
+    assert token.replace("%2E", ".").replace("%25", "%") == name
+    assert topic_token("a.b") != topic_token("a%2Eb")
+    pattern = Pattern(scope_pattern("s", name))
+    assert pattern.matches(topic_for("s", name, "exit"))
+    assert not pattern.matches(topic_for("s", name + "x", "exit"))
 
 
 def test_graceful_timeout_bounds() -> None:

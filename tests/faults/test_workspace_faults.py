@@ -153,7 +153,7 @@ BAD: dict[str, tuple[str, int | None, str, str]] = {
     "name-newline": ('name = "a\\nb"\n', 1, "name", "invalid server name 'a\\nb'"),
     "session-name-missing": ("[[session]]\n", 1, "session[0]", "needs a name"),
     "session-name-int": ("[[session]]\nname = 1\n", 2, "session[0].name", "must be a string"),
-    "session-name-dot": ('[[session]]\nname = "a.b"\n', 2, "session[0].name", "'.'"),
+    "session-name-star": ('[[session]]\nname = "a*"\n', 2, "session[0].name", "'*'"),
     "session-name-space": ('[[session]]\nname = "a b"\n', 2, "session[0].name", "whitespace"),
     "session-name-escape": ('[[session]]\nname = "a\\u001b"\n', 2, "session[0].name", "control"),
     "session-name-del": ('[[session]]\nname = "a\\u007f"\n', 2, "session[0].name", "control"),

@@ -1,0 +1,336 @@
+"""The agent layer: readiness checks, waiting for a line, and excerpts sized for
+a context window. Built on the supervisor's public reads and a child's wake-ups."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ._errors import InvalidArgv, InvalidPattern
+from ._text import format_size
+from ._types import ExitInfo, Line, ReadBatch, Stream
+from .rules import command_argv, shown
+
+if TYPE_CHECKING:
+    from ._child import Child
+
+__all__ = ["Excerpt", "Ready", "check_timeout", "line_matcher", "run_check"]
+
+log = logging.getLogger("procwindow")
+
+#: Lines read per step while scanning for a match or counting bytes.
+SCAN_CHUNK = 20_000
+#: The longest a readiness command may run per attempt (seconds).
+CHECK_COMMAND_TIMEOUT = 10.0
+
+
+def check_timeout(value: object, what: str = "timeout") -> float | None:
+    """``value`` as a positive finite number of seconds, or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number of seconds, got {shown(value)}")
+    seconds = float(value)
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ValueError(f"{what} must be a positive number of seconds, got {shown(value)}")
+    return seconds
+
+
+def line_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:
+    """A test for one line's text: ``re.search`` of ``pattern``, or a substring."""
+    if not isinstance(pattern, str) or not pattern:
+        raise InvalidPattern(shown(pattern), "a pattern must be a non-empty string")
+    if not regex:
+        return lambda text: pattern in text
+    try:
+        rx = re.compile(pattern)
+    except re.error as exc:
+        raise InvalidPattern(pattern, str(exc)) from None
+    return lambda text: rx.search(text) is not None
+
+
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """How a proc shows it is ready; give exactly one of:
+
+    - ``line``: a line of its output matches (a ``re`` pattern, or a substring
+      with ``regex=False``; ``stream`` limits it to one stream);
+    - ``port``: a TCP connection to ``host:port`` is accepted (``host`` is
+      127.0.0.1 unless given);
+    - ``command`` (an argv) or ``shell`` (a ``/bin/sh -c`` line): it exits 0.
+
+    Ports and commands are polled every ``interval`` seconds. ``timeout``: give
+    up that many seconds after the start (the proc keeps running, ``ready``
+    stays False, ``wait_ready`` raises NotReady). A str is short for
+    ``Ready(line=...)`` and an int for ``Ready(port=...)``.
+    """
+
+    line: str | None = None
+    regex: bool = True
+    stream: Stream | None = None
+    port: int | None = None
+    host: str = "127.0.0.1"
+    command: tuple[str, ...] | None = None
+    shell: str | None = None
+    interval: float = 0.25
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        given = [self.line is not None, self.port is not None, self.command is not None]
+        given.append(self.shell is not None)
+        if sum(given) != 1:
+            raise InvalidArgv("ready needs exactly one of line, port, command or shell")
+        if self.line is not None:
+            line_matcher(self.line, regex=self.regex)
+        if self.stream is not None:
+            object.__setattr__(self, "stream", Stream(self.stream))
+        port = self.port
+        if port is not None and (
+            isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536
+        ):
+            raise InvalidArgv(f"ready port must be 1-65535, got {shown(self.port)}")
+        if self.command is not None or self.shell is not None:
+            argv = command_argv(self.command, self.shell)
+            object.__setattr__(self, "command", argv)
+            object.__setattr__(self, "shell", None)
+        interval = check_timeout(self.interval, "ready interval")
+        object.__setattr__(self, "interval", max(0.01, interval or 0.25))
+        object.__setattr__(self, "timeout", check_timeout(self.timeout, "ready timeout"))
+
+    @classmethod
+    def of(cls, value: Ready | str | int | Mapping[str, object]) -> Ready:
+        """A Ready from itself, a line pattern (str), a port (int) or a mapping of its fields."""
+        if isinstance(value, Ready):
+            return value
+        if isinstance(value, str):
+            return cls(line=value)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return cls(port=value)
+        if isinstance(value, Mapping):
+            known = {f for f in cls.__dataclass_fields__}
+            unknown = set(value) - known
+            if unknown:
+                raise InvalidArgv(f"ready has no field {sorted(unknown)[0]!r}")
+            fields = dict(value)
+            if isinstance(fields.get("command"), list):
+                fields["command"] = tuple(fields["command"])  # type: ignore[arg-type]
+            return cls(**fields)  # type: ignore[arg-type]
+        raise InvalidArgv(f"ready must be a Ready, a pattern, a port or a mapping: {shown(value)}")
+
+    def describe(self) -> str:
+        """One line for people: ``line /listening/``, ``port 127.0.0.1:8080``…"""
+        if self.line is not None:
+            return f"line /{self.line}/" if self.regex else f"line {self.line!r}"
+        if self.port is not None:
+            return f"port {self.host}:{self.port}"
+        assert self.command is not None
+        return f"command {' '.join(self.command)}"
+
+    def to_json(self) -> dict[str, object]:
+        """The fields that are set, as JSON values."""
+        out: dict[str, object] = {}
+        if self.line is not None:
+            out["line"] = self.line
+            out["regex"] = self.regex
+            if self.stream is not None:
+                out["stream"] = self.stream.value
+        elif self.port is not None:
+            out["port"] = self.port
+            out["host"] = self.host
+        else:
+            out["command"] = list(self.command or ())
+        out["interval"] = self.interval
+        if self.timeout is not None:
+            out["timeout"] = self.timeout
+        return out
+
+
+async def run_check(ready: Ready, child: Child) -> bool:
+    """Poll a port or command check until it passes (True) or the proc exits
+    (False). Line checks are ``wait_for``'s job."""
+    while child.proc.exit is None:
+        if await _probe(ready):
+            return True
+        exit_fut = asyncio.shield(child.exit_fut)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(exit_fut, ready.interval)
+    return False
+
+
+async def _probe(ready: Ready) -> bool:
+    if ready.port is not None:
+        return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
+    assert ready.command is not None
+    return await asyncio.get_running_loop().run_in_executor(None, _command_ok, ready.command)
+
+
+async def _port_open(host: str, port: int, timeout: float) -> bool:
+    try:
+        _reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    except (OSError, TimeoutError):
+        return False
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return True
+
+
+def _command_ok(argv: Sequence[str]) -> bool:
+    """Run a check command (in a thread) in a group of its own; True on exit 0.
+    A check that outlives CHECK_COMMAND_TIMEOUT is killed with its group."""
+    try:
+        check = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            process_group=0,
+            close_fds=True,
+        )
+    except OSError as exc:
+        log.warning("readiness check %s cannot start: %s", argv[0], exc.strerror or exc)
+        return False
+    try:
+        return check.wait(CHECK_COMMAND_TIMEOUT) == 0
+    except subprocess.TimeoutExpired:
+        return False
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(check.pid, signal.SIGKILL)
+        check.wait()
+
+
+@dataclass(frozen=True, slots=True)
+class Excerpt:
+    """Output sized for a context window (``Supervisor.excerpt``).
+
+    ``text``: the first and last lines after the cursor, with
+    ``… K lines (J bytes) omitted …`` between them when some are left out.
+    ``cursor``: pass it as ``since`` next time. ``lines``: how many lines
+    came after ``since`` (shown or not); ``omitted_lines``/``omitted_bytes``:
+    those left out of the text (``dropped`` of them are gone for good, cut by
+    the disk cap). ``exit`` is set once the proc has exited; ``eof`` once all of
+    its output has been seen. A prompt or progress bar still unterminated ends
+    the text (``partial``).
+    """
+
+    text: str
+    cursor: int
+    lines: int
+    omitted_lines: int
+    omitted_bytes: int
+    dropped: int
+    eof: bool
+    exit: ExitInfo | None
+    partial: str | None = None
+    shown: list[Line] = field(default_factory=list, repr=False)
+
+
+def _size(line: Line) -> int:
+    return len(line.text.encode("utf-8", "replace")) + 1
+
+
+def _clip(text: str, limit: int) -> str:
+    """A line of at most ``limit`` bytes of UTF-8 (cut lines say how much was cut)."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    keep = max(0, limit - 24)
+    return data[:keep].decode("utf-8", "ignore") + f" …[+{len(data) - keep} bytes]"
+
+
+def omitted_marker(lines: int, nbytes: int) -> str:
+    return f"… {lines} line{'s' if lines != 1 else ''} ({format_size(nbytes)}) omitted …"
+
+
+def build_excerpt(
+    head: list[Line],
+    tail: list[Line],
+    *,
+    total: int,
+    total_bytes: int,
+    dropped: int,
+    max_bytes: int,
+    cursor: int,
+    eof: bool,
+    exit_: ExitInfo | None,
+    partial: Line | None,
+) -> Excerpt:
+    """Fit ``head`` and ``tail`` (disjoint, in order) into ``max_bytes`` of text.
+
+    Lines are dropped from the end of the head and the start of the tail (the
+    newest kept longest) until the text fits; a line longer than a quarter of
+    the budget is clipped.
+    """
+    budget = max(256, max_bytes) - 64  # room for the marker line
+    line_cap = max(64, budget // 4)
+    head = list(head)
+    tail = list(tail)
+
+    def cost(lines: list[Line]) -> int:
+        return sum(min(_size(x), line_cap + 32) for x in lines)
+
+    partial_text = _clip(partial.text, line_cap) if partial is not None else None
+    room = budget - (len(partial_text.encode()) + 1 if partial_text is not None else 0)
+    while head or tail:
+        if cost(head) + cost(tail) <= room:
+            break
+        # Take from the larger side; the last lines matter most to an agent.
+        if head and (cost(head) >= cost(tail) or not tail):
+            head.pop()
+        else:
+            tail.pop(0)
+    shown_lines = head + tail
+    left = total - len(shown_lines)
+    left_bytes = max(0, total_bytes - sum(_size(x) for x in shown_lines))
+    parts = [_clip(x.text, line_cap) for x in head]
+    if left > 0:
+        parts.append(omitted_marker(left, left_bytes))
+    parts.extend(_clip(x.text, line_cap) for x in tail)
+    if partial_text is not None:
+        parts.append(partial_text)
+    text = "".join(f"{p}\n" for p in parts)
+    return Excerpt(
+        text=text,
+        cursor=cursor,
+        lines=total,
+        omitted_lines=left,
+        omitted_bytes=left_bytes if left > 0 else 0,
+        dropped=dropped,
+        eof=eof,
+        exit=exit_,
+        partial=partial.text if partial is not None else None,
+        shown=shown_lines,
+    )
+
+
+async def count_bytes(
+    read: Callable[[int, int], ReadBatch], since: int, upto: int
+) -> tuple[int, int]:
+    """Bytes and lines of the lines with ``since < seq <= upto`` (as ``read``
+    gives them, each counted with its newline), read in chunks that return to
+    the event loop between them."""
+    nbytes = 0
+    count = 0
+    cursor = since
+    while cursor < upto:
+        batch = read(cursor, SCAN_CHUNK)
+        for line in batch.lines:
+            if line.seq > upto:
+                return nbytes, count
+            nbytes += _size(line)
+            count += 1
+        if batch.cursor <= cursor:
+            break
+        cursor = batch.cursor
+        await asyncio.sleep(0)
+    return nbytes, count
