@@ -120,3 +120,24 @@ def test_readme_quickstart_runs_verbatim(tmp_path):
     assert lines[4].startswith(
         "1\texited\t3\tshell\tsh -c 'echo building; echo oops >&2; exit 3'\t"
     )
+
+
+def test_readme_harness_runs_verbatim(tmp_path):
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```python\n(# harness\n.*?)```", readme, re.S)
+    assert len(blocks) == 1, "README must hold exactly one '# harness' block"
+    printed = re.search(r"```python\n# harness\n.*?```\n\nprints\n\n```text\n(.*?)```", readme, re.S)
+    assert printed, "the harness block is followed by what it prints"
+    done = subprocess.run(
+        [sys.executable, "-c", blocks[0]],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "XDG_STATE_HOME": str(tmp_path), "PYTHONPATH": str(ROOT)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == printed[1]
+    # No polling loop and no private attribute in the example.
+    assert "while " not in blocks[0]
+    assert not re.search(r"\._[a-z]", blocks[0])

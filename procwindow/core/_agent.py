@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ._errors import InvalidArgv, InvalidPattern
+from ._reaper import own_child
 from ._text import format_size
 from ._types import ExitInfo, Line, ReadBatch, Stream
 from .rules import command_argv, shown
@@ -23,7 +24,7 @@ from .rules import command_argv, shown
 if TYPE_CHECKING:
     from ._child import Child
 
-__all__ = ["Excerpt", "Ready", "check_timeout", "line_matcher", "run_check"]
+__all__ = ["Excerpt", "LineMatch", "Ready", "check_timeout", "line_matcher", "run_check"]
 
 log = logging.getLogger("procwindow")
 
@@ -45,17 +46,45 @@ def check_timeout(value: object, what: str = "timeout") -> float | None:
     return seconds
 
 
+#: Regex constructs whose meaning at a line's edges differs in a block of
+#: joined lines: such patterns are checked line by line only.
+_EDGE_SENSITIVE = ("\\A", "\\Z", "\\n", "(?=", "(?!", "(?<", "(?>", "(?s", "*+", "++", "?+", "}+")
+
+
+class LineMatch:
+    """A test for one line's text: ``re.search`` of ``pattern``, or a substring.
+
+    ``block`` tells, for many lines joined by ``\n``, whether any of them may
+    match, so that a scan skips whole blocks without splitting them (None when
+    the pattern cannot be tested that way).
+    """
+
+    __slots__ = ("block", "line", "pattern")
+
+    def __init__(self, pattern: str, *, regex: bool) -> None:
+        if not isinstance(pattern, str) or not pattern:
+            raise InvalidPattern(shown(pattern), "a pattern must be a non-empty string")
+        self.pattern = pattern
+        self.block: Callable[[str], bool] | None
+        if not regex:
+            self.line: Callable[[str], bool] = lambda text: pattern in text
+            self.block = None if "\n" in pattern else self.line
+            return
+        try:
+            rx = re.compile(pattern)
+            block_rx = re.compile(pattern, re.MULTILINE)
+        except re.error as exc:
+            raise InvalidPattern(pattern, str(exc)) from None
+        self.line = lambda text: rx.search(text) is not None
+        if any(edge in pattern for edge in _EDGE_SENSITIVE):
+            self.block = None
+        else:
+            self.block = lambda text: block_rx.search(text) is not None
+
+
 def line_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:
-    """A test for one line's text: ``re.search`` of ``pattern``, or a substring."""
-    if not isinstance(pattern, str) or not pattern:
-        raise InvalidPattern(shown(pattern), "a pattern must be a non-empty string")
-    if not regex:
-        return lambda text: pattern in text
-    try:
-        rx = re.compile(pattern)
-    except re.error as exc:
-        raise InvalidPattern(pattern, str(exc)) from None
-    return lambda text: rx.search(text) is not None
+    """``LineMatch(pattern, regex=regex).line``: raises InvalidPattern at once."""
+    return LineMatch(pattern, regex=regex).line
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +199,7 @@ async def _probe(ready: Ready) -> bool:
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     assert ready.command is not None
-    return await asyncio.get_running_loop().run_in_executor(None, _command_ok, ready.command)
+    return await _command_ok(ready.command)
 
 
 async def _port_open(host: str, port: int, timeout: float) -> bool:
@@ -184,9 +213,8 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
     return True
 
 
-def _command_ok(argv: Sequence[str]) -> bool:
-    """Run a check command (in a thread) in a group of its own; True on exit 0.
-    A check that outlives CHECK_COMMAND_TIMEOUT is killed with its group."""
+def _start_check(argv: Sequence[str]) -> subprocess.Popen[bytes] | None:
+    """Start a check command (Popen's vfork fast path: a moment); None if it cannot."""
     try:
         check = subprocess.Popen(
             list(argv),
@@ -198,15 +226,50 @@ def _command_ok(argv: Sequence[str]) -> bool:
         )
     except OSError as exc:
         log.warning("readiness check %s cannot start: %s", argv[0], exc.strerror or exc)
+        return None
+    own_child(check.pid, _ignore)
+    return check
+
+
+def _ignore() -> None:
+    """The orphan reaper's owner of a check command: its status is ours to take."""
+
+
+async def _command_ok(argv: Sequence[str]) -> bool:
+    """Run a check command in a group of its own; True if it exits 0 within
+    CHECK_COMMAND_TIMEOUT. Its exit is seen through a pidfd (no thread, no
+    child watcher), and it is killed with its group when it overruns or the
+    check is cancelled."""
+    loop = asyncio.get_running_loop()
+    check = _start_check(argv)
+    if check is None:
         return False
+    pidfd: int | None = None
     try:
-        return check.wait(CHECK_COMMAND_TIMEOUT) == 0
-    except subprocess.TimeoutExpired:
+        pidfd = os.pidfd_open(check.pid)
+        exited: asyncio.Future[None] = loop.create_future()
+
+        def on_exit() -> None:
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(pidfd, on_exit)
+        try:
+            await asyncio.wait_for(exited, CHECK_COMMAND_TIMEOUT)
+        except TimeoutError:
+            return False
+        return check.wait() == 0
+    except OSError as exc:
+        log.warning("readiness check %s cannot be watched: %s", argv[0], exc.strerror or exc)
         return False
     finally:
+        if pidfd is not None:
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(check.pid, signal.SIGKILL)
         check.wait()
+        own_child(check.pid, None)
 
 
 @dataclass(frozen=True, slots=True)

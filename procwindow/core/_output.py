@@ -11,6 +11,7 @@ whole lines at once gives exactly what an incremental decoder would.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
 
@@ -47,7 +48,11 @@ def _utf8_cut(data: bytes, limit: int) -> int:
 
 
 def _decode_lines(data: bytes) -> list[str]:
-    text = data.decode("utf-8", "replace")
+    return _split_text(data.decode("utf-8", "replace"))
+
+
+def _split_text(text: str) -> list[str]:
+    """A decoded block's lines, each as a terminal shows it."""
     lines = text.split("\n")
     if "\r" in text:
         for i, line in enumerate(lines):
@@ -305,6 +310,46 @@ class OutputStore:
         if dropped and not out:
             cursor = max(cursor, first_live - 1)
         return out, dropped, max(cursor, since)
+
+    def find(
+        self,
+        since: int,
+        stream: Stream | None,
+        line_test: Callable[[str], bool],
+        block_test: Callable[[str], bool] | None = None,
+    ) -> tuple[Line | None, int]:
+        """The first line in the ring with seq > since (of ``stream``, if given)
+        whose text passes ``line_test``, and the seq scanned up to.
+
+        ``block_test`` sees a whole block's text (lines joined by ``\n``) and
+        says whether any of its lines may pass: blocks it rules out are skipped
+        without splitting them into lines. Lines before the ring are not seen
+        (``first_seq`` says where it starts).
+        """
+        start = max(since + 1, self.first_seq)
+        blocks = self._blocks
+        i = max(self._head, bisect.bisect_right(blocks, start, lo=self._head, key=_FIRST) - 1)
+        cursor = since
+        for block in blocks[i:]:
+            last = block.first + block.count - 1
+            if last < start:
+                continue
+            if stream is not None and block.stream is not stream:
+                cursor = last
+                continue
+            text = block.data.decode("utf-8", "replace")
+            skip = max(0, start - block.first)
+            if block_test is not None and "\r" not in text and not block_test(text):
+                cursor = last
+                continue
+            texts = _split_text(text)
+            for k in range(skip, block.count):
+                if line_test(texts[k]):
+                    return Line(block.first + k, block.stream, block.time, texts[k], block.split), (
+                        block.first + k
+                    )
+            cursor = last
+        return None, max(cursor, since)
 
 
 _FIRST = attrgetter("first")

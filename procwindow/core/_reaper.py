@@ -8,6 +8,7 @@ import contextlib
 import logging
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -18,7 +19,14 @@ from ._statefile import StateFile
 from ._tree import FRESH_TTL
 from ._watchdog import Watchdog
 
-__all__ = ["SWEEP_INTERVAL", "Sweeper", "own_child", "reap_orphans"]
+__all__ = [
+    "SPAWNING",
+    "SWEEP_INTERVAL",
+    "Sweeper",
+    "own_child",
+    "own_child_pending",
+    "reap_orphans",
+]
 
 log = logging.getLogger("procwindow")
 
@@ -33,6 +41,15 @@ _subreaper_users = 0
 #: Process-wide, across supervisors: the children each reaps itself (through
 #: its pidfd), with the call that does it. Orphan reaping never takes these.
 _OWN_CHILDREN: dict[int, Callable[[], None]] = {}
+
+
+#: Held while a child is started and registered (in a spawn thread): orphan
+#: reaping waits, so that a child that exits at once is never taken for an orphan.
+SPAWNING = threading.Lock()
+
+
+def _not_yet() -> None:
+    """The owner of a child whose supervisor has not taken it in yet."""
 
 
 def own_child(pid: int, reap: Callable[[], None] | None) -> None:
@@ -51,6 +68,20 @@ def reap_orphans() -> int:
     other is an orphan re-parented here, reaped by its own pid. ``WNOWAIT``
     peeks without reaping, so the owner still gets its status.
     """
+    if not SPAWNING.acquire(blocking=False):
+        return 0  # a child is being started: the next round reaps
+    try:
+        return _reap_orphans()
+    finally:
+        SPAWNING.release()
+
+
+def own_child_pending(pid: int) -> None:
+    """Register a child just started, whose supervisor takes it in soon."""
+    _OWN_CHILDREN.setdefault(pid, _not_yet)
+
+
+def _reap_orphans() -> int:
     reaped = 0
     last = 0
     while True:

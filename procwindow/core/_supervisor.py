@@ -4,6 +4,7 @@ signals and the sweep, which live in modules of their own."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -27,6 +28,7 @@ from ._archive import (
 )
 from ._capture import Capture
 from ._child import Child, StopCause
+from ._disklog import DiskLog
 from ._errors import (
     NoMatch,
     NotReady,
@@ -41,7 +43,7 @@ from ._linux import MARKER_VAR, require_linux
 from ._output import OutputStore, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
-from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
+from ._reaper import SPAWNING, SWEEP_INTERVAL, Sweeper, own_child, own_child_pending
 from ._reports import idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
@@ -93,6 +95,7 @@ class _Running:
 
     def __init__(self, sup: Supervisor, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self._spawner: concurrent.futures.ThreadPoolExecutor | None = None
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
             self.signals = TreeSignals(sup._token, sup._sweep_soon)
@@ -118,10 +121,28 @@ class _Running:
             lambda: sup._archive.seen(sup._clock.time()),
         )
 
+    def spawner(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The thread that starts children: made on demand, gone when idle, so a
+        supervisor that is not spawning has no thread."""
+        if self._spawner is None:
+            self._spawner = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="procwindow-spawn"
+            )
+        return self._spawner
+
+    def idle_spawner(self) -> None:
+        """No spawn is under way: let the spawn thread go (it is idle: at once)."""
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=True)
+            self._spawner = None
+
     def close(self) -> None:
         self.sweeper.close()
         self.capture.flush()
         self.signals.close()
+        if self._spawner is not None:
+            self._spawner.shutdown(wait=True)
+            self._spawner = None
         os.close(self.devnull)
 
 
@@ -211,6 +232,8 @@ class Supervisor:
         self._watchdog = Watchdog(self._token) if watchdog else None
         self._statefile = StateFile(self._token)
         self._children: dict[int, Child] = {}
+        #: Children being started in the spawn thread.
+        self._spawning: set[asyncio.Future[Any]] = set()
         self._events = EventHub(self._clock.time)
         self._run: _Running | None = None
         self._closed = False
@@ -281,6 +304,8 @@ class Supervisor:
             return
         self._closing = True
         clean = False
+        if self._spawning:  # each gives its child up once it sees we are closing
+            await asyncio.gather(*self._spawning, return_exceptions=True)
         try:
             clean = True if self._run is None else await self._stop_everything(self._run)
         except Exception:
@@ -443,18 +468,45 @@ class Supervisor:
                     return p
         env_now = _spawn.child_env(overrides, f"{self._token}:0")
         exe = resolve(args[0], env_now, cwd_s)
-        with self._archive.reserve_id() as proc_id:
-            env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
-            disk = self._archive.prepare(proc_id)
-            started = _spawn.start(
-                args,
-                exe,
-                cwd_s,
-                env_now,
-                run.devnull,
-                merge_stderr=options.merge_stderr,
-                stdin=options.stdin,
-            )
+
+        def start() -> tuple[int, DiskLog, _spawn.Started]:
+            # In the spawn thread: the loop runs on while the child execs (which
+            # takes milliseconds on a busy machine). One thread, so one id at a time.
+            with self._archive.reserve_id() as proc_id:
+                env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
+                disk = self._archive.prepare(proc_id)
+                try:
+                    with SPAWNING:
+                        started = _spawn.start(
+                            args,
+                            exe,
+                            cwd_s,
+                            env_now,
+                            run.devnull,
+                            merge_stderr=options.merge_stderr,
+                            stdin=options.stdin,
+                        )
+                        own_child_pending(started.popen.pid)
+                except BaseException:
+                    disk.close()
+                    raise
+            return proc_id, disk, started
+
+        work = run.loop.run_in_executor(run.spawner(), start)
+        self._spawning.add(work)
+        work.add_done_callback(self._spawning.discard)
+        try:
+            proc_id, disk, started = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # The child may be starting: it must not run unwatched.
+            work.add_done_callback(_discard_started)
+            raise
+        finally:
+            if not self._spawning:
+                run.idle_spawner()
+        if self._closing or self._closed:
+            _discard(started, disk)
+            raise SupervisorClosed("this supervisor is closing")
         pid = started.popen.pid
         if self._watchdog is not None:
             self._watchdog.started(pid, started.start)
@@ -757,49 +809,52 @@ class Supervisor:
         matching line, TimeoutError after ``timeout`` seconds (the proc is left
         alone), InvalidPattern for a bad pattern.
         """
-        match = _agent.line_matcher(pattern, regex=regex)
+        match = _agent.LineMatch(pattern, regex=regex)
         want = Stream(stream) if stream is not None else None
         limit = _agent.check_timeout(timeout)
         async with asyncio.timeout(limit):
-            return await self._scan_for(proc_id, pattern, match, want, since)
+            return await self._scan_for(proc_id, match, want, since)
 
     async def _scan_for(
-        self,
-        proc_id: int,
-        pattern: str,
-        match: Callable[[str], bool],
-        want: Stream | None,
-        since: int,
+        self, proc_id: int, match: _agent.LineMatch, want: Stream | None, since: int
     ) -> Line:
         cursor = since
+        loop = asyncio.get_running_loop()
         while True:
             child = self._children.get(proc_id) if isinstance(proc_id, int) else None
-            loop = asyncio.get_running_loop()
             # Registered before reading, so nothing that arrives meanwhile is missed.
             changed = child.changed(loop) if child is not None else None
             try:
-                batch = self.read(
-                    proc_id, cursor, limit=_agent.SCAN_CHUNK, stream=want, partial=True
-                )
-                for line in batch.lines:
-                    if match(line.text):
-                        return line
-                full = len(batch.lines) >= _agent.SCAN_CHUNK
-                cursor = batch.cursor
+                more = False
+                if child is not None and cursor + 1 >= child.store.first_seq:
+                    # In the ring: skip blocks that cannot match, unsplit.
+                    hit, cursor = child.store.find(cursor, want, match.line, match.block)
+                    if hit is not None:
+                        return hit
+                    for line in sorted(child.partials.values(), key=lambda x: x.time):
+                        if (want is None or line.stream is want) and match.line(line.text):
+                            return line
+                    eof = not child.open_streams and cursor >= child.store.last_seq
+                else:
+                    batch = self.read(proc_id, cursor, limit=_agent.SCAN_CHUNK, stream=want)
+                    for line in batch.lines:
+                        if match.line(line.text):
+                            return line
+                    more = len(batch.lines) >= _agent.SCAN_CHUNK
+                    cursor, eof = batch.cursor, batch.eof
                 p = child.proc if child is not None else self.get(proc_id)
                 if (
-                    not full
+                    not more
                     and p.exit is not None
-                    and (batch.eof or child is None or cursor >= (child.final_seq or 0))
+                    and (eof or child is None or cursor >= (child.final_seq or 0))
                 ):
-                    raise NoMatch(proc_id, pattern, p.exit, cursor)
-                if child is None and not full:
+                    raise NoMatch(proc_id, match.pattern, p.exit, cursor)
+                if more:
+                    await asyncio.sleep(0)
+                elif changed is None:
                     # Running under another supervisor: its lines reach us on disk.
                     await asyncio.sleep(0.25)
-                elif full:
-                    await asyncio.sleep(0)
                 else:
-                    assert changed is not None
                     await changed
             finally:
                 if changed is not None and not changed.done():
@@ -1119,6 +1174,27 @@ class Supervisor:
         child = self._child(proc_id)
         tree = self._run.signals.tree(child) if self._run is not None else None
         return tree_stats(child, tree or ())
+
+
+def _discard(started: _spawn.Started, disk: DiskLog) -> None:
+    """A child started for a spawn that was given up (cancelled, or the
+    supervisor closed meanwhile): kill it and close what it was given."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(started.popen.pid, signal.SIGKILL)
+    started.popen.wait()
+    own_child(started.popen.pid, None)
+    for fd in (started.pidfd, started.stdout, started.stderr, started.stdin):
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    with contextlib.suppress(OSError):
+        disk.close()
+
+
+def _discard_started(work: asyncio.Future[tuple[int, DiskLog, _spawn.Started]]) -> None:
+    if not work.cancelled() and work.exception() is None:
+        _proc_id, disk, started = work.result()
+        _discard(started, disk)
 
 
 def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:

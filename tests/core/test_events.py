@@ -137,7 +137,10 @@ def test_a_subscriber_blocked_on_an_empty_queue_hears_of_a_gap(run, tmp_path):
             for p in procs:
                 await sup.wait(p.id)
             got = [await asyncio.wait_for(sub.__anext__(), 5) for _ in range(3)]
-            assert [ev.kind for ev in got[:2]] == [EventKind.START, EventKind.START]
+            # The first two events of four procs' start and exit (which come
+            # first depends on how soon `true` exits), then the news of the rest.
+            assert got[0].kind is EventKind.START
+            assert got[1].kind in (EventKind.START, EventKind.EXIT)
             assert got[2].kind is EventKind.MISSED
             assert got[2].missed == sub.missed > 0
 

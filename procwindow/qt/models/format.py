@@ -23,6 +23,7 @@ STATUS_COLORS: dict[str, str] = {
     ExitReason.KILLED: "#ad1457",
     ExitReason.ESCALATED: "#ad1457",
     ExitReason.LOST: "#6d4c41",
+    ExitReason.TIMEOUT: "#ef6c00",
 }
 
 
@@ -48,6 +49,8 @@ def status_text(state: ProcState, exit: ExitInfo | None) -> str:
             return "killed (ignored SIGTERM)"
         case ExitReason.LOST:
             return "lost (its supervisor died)"
+        case ExitReason.TIMEOUT:
+            return f"timed out ({detail})"
         case reason:
             return f"{reason.value} ({detail})"
 
