@@ -126,7 +126,9 @@ def test_readme_harness_runs_verbatim(tmp_path):
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(# harness\n.*?)```", readme, re.S)
     assert len(blocks) == 1, "README must hold exactly one '# harness' block"
-    printed = re.search(r"```python\n# harness\n.*?```\n\nprints\n\n```text\n(.*?)```", readme, re.S)
+    printed = re.search(
+        r"```python\n# harness\n.*?```\n\nprints\n\n```text\n(.*?)```", readme, re.S
+    )
     assert printed, "the harness block is followed by what it prints"
     done = subprocess.run(
         [sys.executable, "-c", blocks[0]],

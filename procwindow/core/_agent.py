@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from ._errors import InvalidArgv, InvalidPattern
 from ._reaper import own_child
-from ._text import format_size
 from ._types import ExitInfo, Line, ReadBatch, Stream
 from .rules import command_argv, shown
 
@@ -312,7 +311,8 @@ def _clip(text: str, limit: int) -> str:
 
 
 def omitted_marker(lines: int, nbytes: int) -> str:
-    return f"… {lines} line{'s' if lines != 1 else ''} ({format_size(nbytes)}) omitted …"
+    unit = "byte" if nbytes == 1 else "bytes"
+    return f"… {lines} line{'s' if lines != 1 else ''} ({nbytes} {unit}) omitted …"
 
 
 def build_excerpt(

@@ -749,10 +749,12 @@ class Supervisor:
             return self._archive.read_past(self._id(proc_id), since, limit, want)
         batch = self._archive.read_child(child, since, limit, want)
         if partial and child.partials and batch.cursor >= child.store.last_seq:
+            # The seq it will have once complete: after every line complete now.
+            seq = child.store.last_seq + 1
             shown = [
-                line
+                line._replace(seq=seq)
                 for line in child.partials.values()
-                if (want is None or line.stream is want) and line.seq > since
+                if want is None or line.stream is want
             ]
             if shown and (limit is None or len(batch.lines) + len(shown) <= limit):
                 shown.sort(key=lambda line: line.time)
@@ -833,7 +835,7 @@ class Supervisor:
                         return hit
                     for line in sorted(child.partials.values(), key=lambda x: x.time):
                         if (want is None or line.stream is want) and match.line(line.text):
-                            return line
+                            return line._replace(seq=child.store.last_seq + 1)
                     eof = not child.open_streams and cursor >= child.store.last_seq
                 else:
                     batch = self.read(proc_id, cursor, limit=_agent.SCAN_CHUNK, stream=want)

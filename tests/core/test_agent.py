@@ -425,7 +425,7 @@ def test_not_ready_when_it_exits_first_or_the_check_gives_up(run, tmp_path):
             q = await sup.spawn(
                 SLEEPER, session="s", agent="a", ready=Ready(port=port, timeout=0.3)
             )
-            with pytest.raises(NotReady, match="gave up after 0.3 s"):
+            with pytest.raises(NotReady, match=r"gave up after 0\.3 s"):
                 await sup.wait_ready(q.id, timeout=10)
             assert q.running
             assert not q.ready
@@ -452,7 +452,7 @@ def test_excerpt_shows_head_and_tail_and_counts_what_is_omitted(run, tmp_path):
             await until(lambda: not p.output_open)
             ex = await sup.excerpt(p.id, head=3, tail=2)
             omitted = sum(len(str(i)) + 1 for i in range(4, 999))
-            assert ex.text == f"1\n2\n3\n… 995 lines ({omitted / 1000:.1f} kB) omitted …\n999\n1000\n"
+            assert ex.text == f"1\n2\n3\n… 995 lines ({omitted} bytes) omitted …\n999\n1000\n"
             assert (ex.lines, ex.omitted_lines, ex.omitted_bytes) == (1000, 995, omitted)
             assert ex.cursor == 1000
             assert ex.eof
@@ -460,7 +460,13 @@ def test_excerpt_shows_head_and_tail_and_counts_what_is_omitted(run, tmp_path):
             assert ex.exit.code == 0
             # From a cursor: only what came after it.
             ex2 = await sup.excerpt(p.id, head=2, tail=2, since=990)
-            assert ex2.text.splitlines() == ["991", "992", "… 6 lines (24 B) omitted …", "999", "1000"]
+            assert ex2.text.splitlines() == [
+                "991",
+                "992",
+                "… 6 lines (24 bytes) omitted …",
+                "999",
+                "1000",
+            ]
             assert ex2.omitted_bytes == 24
             # Everything fits: no marker.
             ex3 = await sup.excerpt(p.id, since=995)
@@ -477,7 +483,9 @@ def test_excerpt_stays_within_max_bytes(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
             p = await sup.spawn(
-                py("for i in range(5000): print(f'{i:05d} ' + 'x' * (i % 300))\nprint('y' * 100000)"),
+                py(
+                    "for i in range(5000): print(f'{i:05d} ' + 'x' * (i % 300))\nprint('y' * 100000)"
+                ),
                 session="s",
                 agent="a",
             )
@@ -612,3 +620,29 @@ def test_unclosed_warning_says_what_was_left(tmp_path):
     finally:
         loop.close()
         gc.collect()
+
+
+def test_a_partial_line_keeps_its_place_after_the_other_streams_lines(run, tmp_path):
+    async def main():
+        code = """
+            import sys, time
+            sys.stdout.write("Password: "); sys.stdout.flush()
+            time.sleep(0.5)
+            sys.stderr.write("warning\\n"); sys.stderr.flush()
+            time.sleep(30)
+        """
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(code), session="s", agent="a")
+            prompt = await sup.wait_for(p.id, "Password", timeout=10)
+            assert (prompt.seq, prompt.partial) == (1, True)
+            await sup.wait_for(p.id, "warning", stream="stderr", timeout=10)
+            batch = sup.read(p.id, 0, partial=True)
+            assert [(x.seq, x.stream, x.text, x.partial) for x in batch] == [
+                (1, Stream.STDERR, "warning", False),
+                (2, Stream.STDOUT, "Password: ", True),
+            ]
+            assert batch.cursor == 1
+            again = sup.read(p.id, batch.cursor, partial=True)
+            assert [(x.seq, x.text) for x in again] == [(2, "Password: ")]
+
+    run(main())

@@ -8,6 +8,7 @@ import pytest
 
 from procwindow import InvalidArgv, InvalidScope, Supervisor, WrongLoop
 from procwindow.core import Pattern
+from procwindow.core._topics import topic_for
 from procwindow.core.rules import (
     MAX_GRACEFUL_TIMEOUT,
     SHELL,
@@ -22,7 +23,6 @@ from procwindow.core.rules import (
     scope_pattern,
     topic_token,
 )
-from procwindow.core._topics import topic_for
 
 from .helpers import py
 
