@@ -17,10 +17,13 @@ from ..core import (
     ExitInfo,
     ExitReason,
     Line,
+    PartialEvent,
     Proc,
     ProcNotFound,
     ProcwindowError,
+    Ready,
     SearchHit,
+    StdinClosed,
     Stream,
     Supervisor,
     check_graceful_timeout,
@@ -28,15 +31,19 @@ from ..core import (
     count_scopes,
     scope_pattern,
 )
+from ..core._agent import check_timeout
 from ..core.rules import check_tool
 from ._conn import ClientGone, Conn
 from ._protocol import (
     PROTOCOL_VERSION,
     HistoryUnavailable,
     ProtocolError,
+    Timeout,
     decode_request,
     encode,
+    excerpt_to_json,
     exit_to_json,
+    line_to_json,
     proc_to_json,
 )
 from ._replies import (
@@ -65,6 +72,10 @@ _MAX_READ = 8192
 _FOLLOW_POLL = 0.25
 #: Events an ``events`` client may have queued; beyond, it loses them (``missed``).
 _EVENT_QUEUE = 1024
+#: Bounds of an ``excerpt``: its text (bytes) and its head and tail lines together.
+MIN_EXCERPT_BYTES = 256
+MAX_EXCERPT_BYTES = 1024 * 1024
+MAX_EXCERPT_LINES = 10_000
 
 Handler = Callable[[dict[str, Any], Conn], Awaitable[Any]]
 
@@ -100,6 +111,10 @@ class Handlers:
             "sessions": self._sessions,
             "history": self._history,
             "search": self._search,
+            "wait_for": self._wait_for,
+            "ready": self._wait_ready,
+            "excerpt": self._excerpt,
+            "write": self._write,
         }
 
     async def answer(self, line: bytes, conn: Conn) -> None:
@@ -113,6 +128,8 @@ class Handlers:
             result = await self._verbs[op](req, conn)
         except _Replied:
             return
+        except StdinClosed as exc:  # a BrokenPipeError, but the child's, not the client's
+            message = error_message(req_id, exc)
         except (ClientGone, ConnectionError):
             raise
         except ProcwindowError as exc:
@@ -152,6 +169,12 @@ class Handlers:
             tool = check_tool(_str(req, "tool", DEFAULT_TOOL))
         except ValueError as exc:  # the rules' (a CommandError is a ValueError too)
             raise ProtocolError("bad-field", f"run: {exc}") from None
+        timeout = _opt_seconds(req, "timeout")
+        ready = _ready_check(req)
+        reuse = _bool(req, "reuse")
+        # spawn does not yield before it picks a running copy to reuse, so the ids
+        # known now tell a reused proc from a new one.
+        known = {p.id for p in self.sup.procs()} if reuse else set()
         p = await self.sup.spawn(
             argv,
             session=_str(req, "session"),
@@ -160,8 +183,13 @@ class Handlers:
             cwd=_opt_str(req, "cwd"),
             env=env,
             graceful_timeout=grace,
+            timeout=timeout,
+            merge_stderr=_bool(req, "merge_stderr"),
+            stdin=_bool(req, "stdin"),
+            ready=ready,
+            reuse=reuse,
         )
-        return {"id": p.id, "os_pid": p.os_pid}
+        return {"id": p.id, "os_pid": p.os_pid, "reused": p.id in known}
 
     async def _top(self, req: dict[str, Any], conn: Conn) -> Any:
         return {"text": self.sup.top(_opt_str(req, "session"), _opt_str(req, "agent"))}
@@ -201,15 +229,13 @@ class Handlers:
     async def _out(self, req: dict[str, Any], conn: Conn) -> Any:
         proc_id = _int(req, "proc", minimum=1)
         since = _int(req, "since", 0, minimum=0)
-        stream = _opt_str(req, "stream")
-        if stream is not None and stream not in ("stdout", "stderr"):
-            raise ProtocolError("bad-field", "out: 'stream' is 'stdout' or 'stderr'")
-        want = Stream(stream) if stream is not None else None
+        want = _stream(req)
         limit = _opt_int(req, "limit", minimum=1)
+        partial = _bool(req, "partial")
         req_id = req.get("id")
         if _bool(req, "follow"):
-            return await conn.stream(self._follow(conn, req_id, proc_id, since, want))
-        await self._out_reply(conn, req_id, proc_id, since, want, limit)
+            return await conn.stream(self._follow(conn, req_id, proc_id, since, want, partial))
+        await self._out_reply(conn, req_id, proc_id, since, want, limit, partial)
         raise _Replied
 
     async def _out_reply(
@@ -220,13 +246,15 @@ class Handlers:
         since: int,
         stream: Stream | None,
         limit: int | None,
+        partial: bool = False,
     ) -> None:
         """One reply line, written piece by piece as the client takes it.
 
         For a live proc it holds the lines up to the newest one when the request
         came; for a proc of the history (dismissed, of an earlier run or another
         server), every line it has. Lines missing (cut by the disk cap, or the
-        proc forgotten meanwhile) are counted in ``dropped``.
+        proc forgotten meanwhile) are counted in ``dropped``. ``partial``: the
+        unterminated lines shown now end the list (the cursor stays before them).
         """
         p = self.sup.get(proc_id)
         end = p.last_seq if p.live else None
@@ -248,6 +276,10 @@ class Handlers:
                 if step.done or at_end or (limit is not None and sent >= limit):
                     break
                 await asyncio.sleep(0)  # capture and other clients go first
+            if partial:
+                shown = self._partials(proc_id, reader.cursor, stream)
+                if shown and (limit is None or sent + len(shown) <= limit):
+                    await _send_lines(conn, shown, {}, first=sent == 0)
             tail = lines_tail(dropped, reader.cursor, reader.eof, p.cut_bytes, final=True)
             await conn.send(tail)
         except (ClientGone, ConnectionError, asyncio.CancelledError):
@@ -258,16 +290,37 @@ class Handlers:
             conn.writer.transport.abort()
             raise ClientGone from None
 
+    def _partials(self, proc_id: int, cursor: int, stream: Stream | None) -> list[Line]:
+        """The unterminated lines a live proc shows now, if no complete line
+        follows ``cursor`` (else they would come out of order); of ``stream`` only."""
+        try:
+            p = self.sup.get(proc_id)
+        except ProcNotFound:
+            return []
+        if not p.live or p.last_seq > cursor:
+            return []
+        batch = self.sup.read(proc_id, cursor, stream=stream, partial=True)
+        return [line for line in batch.lines if line.partial]
+
     async def _follow(
-        self, conn: Conn, req_id: Any, proc_id: int, since: int, stream: Stream | None
+        self,
+        conn: Conn,
+        req_id: Any,
+        proc_id: int,
+        since: int,
+        stream: Stream | None,
+        partial: bool = False,
     ) -> Any:
         p = self.sup.get(proc_id)
         wake = asyncio.Event()
-        sub = self.sup.subscribe(scope_pattern(p.session, p.agent), maxsize=64)
+        sub = self.sup.subscribe(scope_pattern(p.session, p.agent), proc=proc_id, maxsize=64)
+        news = _PartialNews(pending=partial)  # a prompt shown already counts too
 
         async def pump() -> None:
             async for ev in sub:
                 if ev.proc_id == proc_id or ev.missed:
+                    if isinstance(ev, PartialEvent):
+                        news.pending = True
                     wake.set()
 
         pumper = asyncio.ensure_future(pump())
@@ -290,6 +343,12 @@ class Handlers:
                 if not step.done:
                     await asyncio.sleep(0)
                 else:
+                    if partial and news.pending:  # caught up: show the prompt or progress
+                        news.pending = False
+                        for line in news.fresh(self._partials(proc_id, reader.cursor, stream)):
+                            message = {"v": PROTOCOL_VERSION, "id": req_id}
+                            message["partial"] = line_to_json(line)
+                            await conn.send(encode(message))
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(_FOLLOW_POLL):
                             await wake.wait()
@@ -338,18 +397,107 @@ class Handlers:
         pattern = req.get("pattern", ">")
         if not isinstance(pattern, str):
             raise ProtocolError("bad-field", "events: 'pattern' must be a string")
+        proc = _opt_int(req, "proc", minimum=1)
+        ack: dict[str, Any] = {"subscribed": pattern}
+        if proc is not None:
+            self.sup.get(proc)  # ProcNotFound for an unknown id, not a silent stream
+            ack["proc"] = proc
         req_id = req.get("id")
 
         async def body() -> None:
             # A client that does not keep up loses events (its queue is bounded
             # and counts them in 'missed'); what waits for it here is one message.
-            async with self.sup.subscribe(pattern, maxsize=_EVENT_QUEUE) as sub:
-                await conn.send(encode(ok_message(req_id, {"subscribed": pattern})))
+            async with self.sup.subscribe(pattern, proc=proc, maxsize=_EVENT_QUEUE) as sub:
+                await conn.send(encode(ok_message(req_id, ack)))
                 async for ev in sub:
                     await conn.send(event_message(req_id, ev), patient=True)
 
         await conn.stream(body())
         raise _Replied  # the supervisor closed: the stream simply ends
+
+    # -- the agent verbs -----------------------------------------------------------
+
+    async def _wait_for(self, req: dict[str, Any], conn: Conn) -> Any:
+        """The first line after ``since`` that matches; waits for it (until the
+        proc's output ends, or ``timeout``). The client leaving ends the wait."""
+        proc_id = _int(req, "proc", minimum=1)
+        pattern = _str(req, "pattern")
+        regex = _bool(req, "regex", default=True)
+        stream = _stream(req)
+        since = _int(req, "since", 0, minimum=0)
+        timeout = _opt_seconds(req, "timeout")
+
+        async def body() -> dict[str, Any]:
+            try:
+                line = await self.sup.wait_for(
+                    proc_id, pattern, regex=regex, stream=stream, since=since, timeout=timeout
+                )
+            except TimeoutError:
+                if timeout is None:
+                    raise
+                raise Timeout(
+                    f"proc {proc_id}: no line matched {pattern!r} within {timeout:g} s", timeout
+                ) from None
+            cursor = line.seq - 1 if line.partial else line.seq
+            return {"line": line_to_json(line), "cursor": cursor}
+
+        return await conn.stream(body())
+
+    async def _wait_ready(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Wait until the proc's readiness check (``run``'s ``ready``) passes."""
+        proc_id = _int(req, "proc", minimum=1)
+        timeout = _opt_seconds(req, "timeout")
+
+        async def body() -> dict[str, Any]:
+            try:
+                p = await self.sup.wait_ready(proc_id, timeout)
+            except TimeoutError:
+                if timeout is None:
+                    raise
+                raise Timeout(
+                    f"proc {proc_id} was not ready within {timeout:g} s", timeout
+                ) from None
+            return {"ready": True, "proc": proc_to_json(p, self._runtime(p))}
+
+        return await conn.stream(body())
+
+    async def _excerpt(self, req: dict[str, Any], conn: Conn) -> Any:
+        proc_id = _int(req, "proc", minimum=1)
+        head = _int(req, "head", 20, minimum=0)
+        tail = _int(req, "tail", 40, minimum=0)
+        max_bytes = _int(req, "max_bytes", 8000, minimum=MIN_EXCERPT_BYTES)
+        since = _int(req, "since", 0, minimum=0)
+        if max_bytes > MAX_EXCERPT_BYTES:
+            raise ProtocolError(
+                "bad-field", f"excerpt: 'max_bytes' must be at most {MAX_EXCERPT_BYTES}"
+            )
+        if head + tail > MAX_EXCERPT_LINES:
+            raise ProtocolError(
+                "bad-field",
+                f"excerpt: 'head' and 'tail' together must be at most {MAX_EXCERPT_LINES}",
+            )
+        ex = await self.sup.excerpt(proc_id, head=head, tail=tail, max_bytes=max_bytes, since=since)
+        return excerpt_to_json(ex)
+
+    async def _write(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Write ``data`` (UTF-8) to the proc's stdin, then close it with ``close``.
+        A write waits while the pipe is full; the client leaving ends it."""
+        proc_id = _int(req, "proc", minimum=1)
+        data = _str(req, "data", "")
+        close = _bool(req, "close")
+        p = self.sup.get(proc_id)
+        if not p.live:
+            raise StdinClosed(proc_id, "its stdin is not held here (it is not in the live view)")
+        if not p.options.stdin:
+            raise StdinClosed(proc_id, 'it has no stdin (run it with "stdin": true)')
+
+        async def body() -> dict[str, Any]:
+            result: dict[str, Any] = {"written": await self.sup.write(proc_id, data) if data else 0}
+            if close:
+                result["closed"] = await self.sup.close_stdin(proc_id)
+            return result
+
+        return await conn.stream(body())
 
     async def _sessions(self, req: dict[str, Any], conn: Conn) -> Any:
         return [
@@ -366,6 +514,24 @@ class Handlers:
 
 #: The reasons a proc can end with, for ``history``'s filter.
 _REASONS = frozenset(r.value for r in ExitReason)
+
+
+@dataclass(slots=True)
+class _PartialNews:
+    """A following ``out`` with ``partial``: whether a partial event came since
+    the last look, and the partial line last sent of each stream."""
+
+    pending: bool = False
+    sent: dict[Stream, tuple[int, str]] = field(default_factory=dict)
+
+    def fresh(self, lines: list[Line]) -> list[Line]:
+        """The lines not sent yet (a new seq or a new text), noted as sent."""
+        out = []
+        for line in lines:
+            if self.sent.get(line.stream) != (line.seq, line.text):
+                self.sent[line.stream] = (line.seq, line.text)
+                out.append(line)
+        return out
 
 
 @dataclass(slots=True)
@@ -522,10 +688,77 @@ def _int(
     return value
 
 
-def _bool(req: dict[str, Any], key: str) -> bool:
-    value = req.get(key, False)
+def _bool(req: dict[str, Any], key: str, default: bool = False) -> bool:
+    value = req.get(key, default)
     if value is None:
-        return False
+        return default
     if not isinstance(value, bool):
         raise ProtocolError("bad-field", f"{req['op']}: '{key}' must be true or false")
     return value
+
+
+def _stream(req: dict[str, Any]) -> Stream | None:
+    """The optional ``stream`` field."""
+    stream = _opt_str(req, "stream")
+    if stream is not None and stream not in ("stdout", "stderr"):
+        raise ProtocolError("bad-field", f"{req['op']}: 'stream' is 'stdout' or 'stderr'")
+    return Stream(stream) if stream is not None else None
+
+
+def _opt_seconds(req: dict[str, Any], key: str) -> float | None:
+    """An optional positive, finite number of seconds."""
+    try:
+        return check_timeout(req.get(key), key)
+    except (ValueError, OverflowError):
+        raise ProtocolError(
+            "bad-field", f"{req['op']}: '{key}' must be a positive number of seconds"
+        ) from None
+
+
+#: The fields of each kind of readiness check; ``interval`` and ``timeout`` go with any.
+_READY_KINDS: dict[str, frozenset[str]] = {
+    "line": frozenset({"line", "regex", "stream"}),
+    "port": frozenset({"port", "host"}),
+    "command": frozenset({"command"}),
+    "shell": frozenset({"shell"}),
+}
+_READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "line": ((str,), "a string"),
+    "regex": ((bool,), "true or false"),
+    "stream": ((str,), "'stdout' or 'stderr'"),
+    "port": ((int,), "an integer"),
+    "host": ((str,), "a string"),
+    "command": ((list,), "a list of strings"),
+    "shell": ((str,), "a string"),
+    "interval": ((int, float), "a number of seconds"),
+    "timeout": ((int, float), "a number of seconds"),
+}
+
+
+def _ready_check(req: dict[str, Any]) -> Ready | None:
+    """``run``'s ``ready`` field as a Ready (None if absent); bad-field otherwise."""
+    spec = req.get("ready")
+    if spec is None:
+        return None
+    try:
+        if not isinstance(spec, dict):
+            raise ValueError(
+                'an object with one of "line", "port", "command" or "shell" is expected'
+            )
+        kinds = [kind for kind in _READY_KINDS if kind in spec]
+        if len(kinds) != 1:
+            raise ValueError('give exactly one of "line", "port", "command" or "shell"')
+        extra = set(spec) - _READY_KINDS[kinds[0]] - {"interval", "timeout"}
+        if extra:
+            raise ValueError(f"a {kinds[0]} check takes no {sorted(extra)[0]!r}")
+        for key, value in spec.items():
+            types, what = _READY_TYPES[key]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                raise ValueError(f"{key!r} must be {what}")
+        if spec.get("stream") not in (None, "stdout", "stderr"):
+            raise ValueError("'stream' is 'stdout' or 'stderr'")
+        if spec.get("host") == "":
+            raise ValueError("'host' is empty")
+        return Ready.of(spec)
+    except (ValueError, TypeError, OverflowError) as exc:  # InvalidArgv, InvalidPattern too
+        raise ProtocolError("bad-field", f"run: 'ready': {exc}") from None

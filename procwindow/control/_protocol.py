@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import Event, ExitInfo, Line, Proc, ProcwindowError, SearchHit
+from ..core import Event, Excerpt, ExitInfo, Line, Proc, ProcwindowError, SearchHit
 
 __all__ = [
     "MAX_DEPTH",
@@ -17,10 +17,12 @@ __all__ = [
     "PROTOCOL_VERSION",
     "HistoryUnavailable",
     "ProtocolError",
+    "Timeout",
     "decode_request",
     "dumps",
     "encode",
     "event_to_json",
+    "excerpt_to_json",
     "exit_to_json",
     "hit_to_json",
     "line_to_json",
@@ -29,7 +31,12 @@ __all__ = [
 
 #: 2: history, search and forget; dismiss keeps the history (no keep_logs); lines
 #: carry ``cut``; procs carry live, cut_lines, cut_bytes.
-PROTOCOL_VERSION = 2
+#: 3: the agent verbs wait_for, ready, excerpt and write; run takes timeout,
+#: merge_stderr, stdin, ready and reuse (its reply has ``reused``); out takes
+#: ``partial`` (lines may carry ``partial``); events takes ``proc``, and events
+#: of kinds partial and ready exist (exit carries ``last_seq``); procs carry
+#: ready, timeout, stdin, merge_stderr; NoMatch and NotReady errors carry ``exit``.
+PROTOCOL_VERSION = 3
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
 #: How deeply a request's arrays and objects may nest.
@@ -39,24 +46,42 @@ MAX_DEPTH = 32
 OPS: dict[str, frozenset[str]] = {
     "hello": frozenset(),
     "run": frozenset(
-        {"session", "agent", "tool", "argv", "shell", "cwd", "env", "graceful_timeout"}
+        {
+            "session",
+            "agent",
+            "tool",
+            "argv",
+            "shell",
+            "cwd",
+            "env",
+            "graceful_timeout",
+            "timeout",
+            "merge_stderr",
+            "stdin",
+            "ready",
+            "reuse",
+        }
     ),
     "top": frozenset({"session", "agent"}),
     "idx": frozenset({"session", "agent"}),
     "procs": frozenset({"session", "agent"}),
-    "out": frozenset({"proc", "since", "stream", "follow", "limit"}),
+    "out": frozenset({"proc", "since", "stream", "follow", "limit", "partial"}),
     "term": frozenset({"proc"}),
     "kill": frozenset({"proc"}),
     "interrupt": frozenset({"proc"}),
     "dismiss": frozenset({"proc"}),
     "forget": frozenset({"proc"}),
     "restart": frozenset({"proc"}),
-    "events": frozenset({"pattern"}),
+    "events": frozenset({"pattern", "proc"}),
     "sessions": frozenset(),
     "history": frozenset({"session", "agent", "tool", "reason", "since", "limit"}),
     "search": frozenset(
         {"pattern", "regex", "case_sensitive", "session", "agent", "proc", "since", "limit"}
     ),
+    "wait_for": frozenset({"proc", "pattern", "regex", "stream", "since", "timeout"}),
+    "ready": frozenset({"proc", "timeout"}),
+    "excerpt": frozenset({"proc", "head", "tail", "max_bytes", "since"}),
+    "write": frozenset({"proc", "data", "close"}),
 }
 
 
@@ -82,6 +107,15 @@ class HistoryUnavailable(ProcwindowError):
             f"history is off: {why}" if why else "history is off: this server keeps none"
         )
         self.why = why
+
+
+class Timeout(ProcwindowError):
+    """A wait (``wait_for``, ``ready``) ran out of its ``timeout``; the proc was
+    left alone. ``seconds`` is that timeout."""
+
+    def __init__(self, message: str, seconds: float) -> None:
+        super().__init__(message)
+        self.seconds = seconds
 
 
 def dumps(value: Any) -> bytes:
@@ -168,6 +202,9 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     ``live``: in this server's live view (``procs``, ``top``, ``idx``); false for a
     proc read from the history (dismissed, of an earlier run or another server).
     ``cut_lines``/``cut_bytes``: cut from the middle of its logs by the disk cap.
+    ``ready``: its readiness check passed (true for a proc without one);
+    ``timeout``, ``stdin``, ``merge_stderr``: what its ``run`` asked for (the
+    history does not record them: a proc read from it shows the defaults).
     """
     return {
         "id": p.id,
@@ -187,6 +224,10 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "live": p.live,
         "cut_lines": p.cut_lines,
         "cut_bytes": p.cut_bytes,
+        "ready": p.ready,
+        "timeout": p.timeout,
+        "stdin": p.options.stdin,
+        "merge_stderr": p.options.merge_stderr,
     }
 
 
@@ -200,9 +241,26 @@ def line_to_json(line: Line, cut: int = 0) -> dict[str, Any]:
     }
     if line.split:
         out["split"] = True
+    if line.partial:
+        out["partial"] = True
     if cut:
         out["cut"] = cut
     return out
+
+
+def excerpt_to_json(ex: Excerpt) -> dict[str, Any]:
+    """An excerpt as JSON (its text and counts, without the Line objects shown)."""
+    return {
+        "text": ex.text,
+        "cursor": ex.cursor,
+        "lines": ex.lines,
+        "omitted_lines": ex.omitted_lines,
+        "omitted_bytes": ex.omitted_bytes,
+        "dropped": ex.dropped,
+        "eof": ex.eof,
+        "exit": exit_to_json(ex.exit),
+        "partial": ex.partial,
+    }
 
 
 def hit_to_json(hit: SearchHit) -> dict[str, Any]:

@@ -1,15 +1,18 @@
 """``procwindow ctl``: talk to a running procwindow (window or ``serve``) from a shell.
 
 Exit status: 0 ok; 1 the server refused or failed the request (it closed the
-connection before its reply, or its reply made no sense), or ``search`` found
-nothing (as grep); 2 usage error (also a search pattern the server cannot
-compile); 3 no server to talk to (nothing listens at the socket, or its
-directory is unsafe).
+connection before its reply, or its reply made no sense), ``search`` found
+nothing (as grep), ``wait-for`` saw the process end without a matching line, or
+``ready`` saw it exit (or its check give up) before it was ready; 2 usage error
+(also a pattern the server cannot compile); 3 no server to talk to (nothing
+listens at the socket, or its directory is unsafe); 124 ``wait-for`` or
+``ready`` ran out of its ``--timeout`` (as timeout(1)); the process is left alone.
 """
 
 from __future__ import annotations
 
 import argparse
+import codecs
 import datetime
 import json
 import os
@@ -29,16 +32,39 @@ from ..core import (
     format_runtime,
     scope_pattern,
 )
+from ..core._agent import check_timeout
 from ..core._text import escape_controls, format_size
 from ..core.rules import SHELL
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
 
-__all__ = ["EXIT_CONNECT", "EXIT_SERVER", "EXIT_USAGE", "configure", "run"]
+__all__ = [
+    "EXIT_CONNECT",
+    "EXIT_SERVER",
+    "EXIT_TIMEOUT",
+    "EXIT_USAGE",
+    "configure",
+    "parse_ready",
+    "run",
+]
 
 EXIT_SERVER = 1
 EXIT_USAGE = 2
 EXIT_CONNECT = 3
+#: ``wait-for``/``ready`` ran out of time, as timeout(1) exits.
+EXIT_TIMEOUT = 124
+
+EXIT_HELP = """\
+exit status:
+  0    ok
+  1    the server refused or failed the request; search: nothing matched;
+       wait-for: the process ended without a matching line; ready: it exited
+       (or its check gave up) before it was ready
+  2    usage error (also a pattern that does not compile)
+  3    no server to talk to
+  124  wait-for, ready: --timeout ran out (the process keeps running)
+Errors are one line on stderr (a mistyped option also shows the usage).
+"""
 
 VERBS = (
     "top",
@@ -55,7 +81,15 @@ VERBS = (
     "sessions",
     "history",
     "search",
+    "wait-for",
+    "ready",
+    "excerpt",
+    "write",
 )
+#: Verbs whose one positional argument may come after '--' (when it starts with '-').
+_AFTER_DASHES = {"search": "pattern", "wait-for": "pattern", "write": "data"}
+#: Text sent per ``write`` request: well under the request limit however it is escaped.
+_WRITE_CHUNK = 128 * 1024
 
 #: ``--since`` units: seconds each.
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -70,6 +104,8 @@ SINCE_HELP = (
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add ctl's options and verbs to ``parser``."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.epilog = EXIT_HELP
     parser.add_argument(
         "--socket",
         metavar="PATH",
@@ -79,7 +115,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--name", default=DEFAULT_SERVER_NAME, help="the server's name (default: %(default)s)"
     )
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
-    verbs = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    verbs = parser.add_subparsers(
+        dest="verb", metavar="VERB", required=True, parser_class=_VerbParser
+    )
     for name, text in (("top", "a table of processes"), ("idx", "the index as TSV")):
         p = verbs.add_parser(name, help=text, description=text)
         p.add_argument("--session")
@@ -93,6 +131,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--stream", choices=("stdout", "stderr"))
     p.add_argument("--since", type=int, default=0, metavar="SEQ", help="only lines after this seq")
+    p.add_argument(
+        "--partial",
+        action="store_true",
+        help="also print an unterminated last line (a prompt, a progress bar) as a line;"
+        " with --follow, each new state of it when it appears",
+    )
     for name, text in (
         ("term", "SIGTERM, then SIGKILL after the graceful timeout; waits for the exit"),
         ("kill", "SIGKILL now; waits for the exit"),
@@ -115,15 +159,45 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--session", required=True)
     p.add_argument("--agent", required=True)
     p.add_argument("--tool", default=DEFAULT_TOOL)
-    p.add_argument("--cwd")
+    p.add_argument("--cwd", help="its working directory (default: the server's, not this shell's)")
     p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
     p.add_argument("--shell", metavar="LINE", help=f"run LINE with {SHELL} -c instead of a command")
     p.add_argument("--graceful-timeout", type=float, metavar="SECONDS")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        metavar="SECONDS",
+        help="terminate it after SECONDS (its exit reason is then 'timeout')",
+    )
+    p.add_argument(
+        "--merge-stderr",
+        action="store_true",
+        help="one pipe for stdout and stderr: their lines keep the exact order (all stdout)",
+    )
+    p.add_argument("--stdin", action="store_true", help="keep a pipe to its stdin, for 'ctl write'")
+    p.add_argument(
+        "--ready",
+        metavar="SPEC",
+        help="how it shows it is ready ('ctl ready' waits for it): port:PORT (or"
+        " port:HOST:PORT) accepts connections, line:REGEX matches a line of its output,"
+        " or cmd:SHELL-LINE exits 0",
+    )
+    p.add_argument(
+        "--ready-timeout", type=float, metavar="SECONDS", help="give the --ready check up then"
+    )
+    p.add_argument(
+        "--reuse",
+        action="store_true",
+        help="if the same command (argv, cwd, session and agent) runs already, print its id"
+        " instead of starting another",
+    )
     p = verbs.add_parser("events", help="print events whose topic matches PATTERN")
     p.add_argument("pattern", nargs="?", default=scope_pattern())
+    p.add_argument("--proc", type=_positive, metavar="ID", help="this process's events only")
     verbs.add_parser("sessions", help="sessions and agents with running/total counts")
     _configure_history(verbs)
     _configure_search(verbs)
+    _configure_agent_verbs(verbs)
 
 
 def _configure_history(verbs: Any) -> None:
@@ -159,10 +233,137 @@ def _configure_search(verbs: Any) -> None:
     _json_option(p)
 
 
+class _VerbParser(argparse.ArgumentParser):
+    """A verb's parser. With ``intermixed`` set, options may come before an
+    optional positional that follows a required one (``write ID -n DATA``,
+    ``wait-for ID --timeout 5 PATTERN``); plain argparse would have taken the
+    optional one as absent at the first option and refused it after."""
+
+    intermixed = False
+    _inside = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if not self.intermixed or self._inside:
+            return super().parse_known_args(args, namespace)
+        self._inside = True  # parse_known_intermixed_args calls back here
+        try:
+            return self.parse_known_intermixed_args(args, namespace)
+        finally:
+            self._inside = False
+
+
+def _configure_agent_verbs(verbs: Any) -> None:
+    text = "wait for a line of a process's output that matches PATTERN, and print it"
+    p = verbs.add_parser(
+        "wait-for",
+        help=text,
+        description=text + ". Lines already written (after --since) count too. A PATTERN"
+        " that starts with '-' goes after '--'. Exit 0 with the line printed; 1 if the"
+        " process ended without such a line; 124 after --timeout (the process keeps"
+        " running); 2 for a pattern that does not compile.",
+    )
+    p.intermixed = True
+    p.add_argument("proc", type=int, metavar="ID")
+    p.add_argument("pattern", nargs="?", metavar="PATTERN", help="a Python regex (re.search)")
+    p.add_argument("--fixed", "-F", action="store_true", help="PATTERN is plain text")
+    p.add_argument("--stream", choices=("stdout", "stderr"), help="only lines of this stream")
+    p.add_argument("--since", type=int, default=0, metavar="SEQ", help="only lines after this seq")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    _json_option(p)
+
+    text = "wait until a process's readiness check ('ctl run --ready') passes"
+    p = verbs.add_parser(
+        "ready",
+        help=text,
+        description=text + ". Exit 0 once ready (at once for a process without a check);"
+        " 1 if it exited or its check gave up first; 124 after --timeout.",
+    )
+    p.add_argument("proc", type=int, metavar="ID")
+    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    _json_option(p)
+
+    text = (
+        "print the first and last lines of a process's output, with what is left out"
+        " between them counted"
+    )
+    p = verbs.add_parser("excerpt", help=text, description=text + ".")
+    p.add_argument("proc", type=int, metavar="ID")
+    p.add_argument("--head", type=_count, default=20, metavar="N", help="lines from the start")
+    p.add_argument("--tail", type=_count, default=40, metavar="N", help="lines from the end")
+    p.add_argument(
+        "--max-bytes", type=_positive, default=8000, metavar="B", help="at most B bytes of text"
+    )
+    p.add_argument(
+        "--since", type=_count, default=0, metavar="SEQ", help="only lines after this seq"
+    )
+    _json_option(p)
+
+    text = "write to the stdin of a process started with 'ctl run --stdin'"
+    p = verbs.add_parser(
+        "write",
+        help=text,
+        description=text + ". DATA is written with a newline after it (none with -n);"
+        " without DATA, ctl's own stdin is read to its end and written as it is (so"
+        " 'ctl write ID --close </dev/null' only closes). DATA that starts with '-' goes"
+        " after '--'. Text is sent as UTF-8.",
+    )
+    p.intermixed = True
+    p.add_argument("proc", type=int, metavar="ID")
+    p.add_argument("data", nargs="?", metavar="DATA")
+    p.add_argument("-n", dest="no_newline", action="store_true", help="no newline after DATA")
+    p.add_argument(
+        "--close", action="store_true", help="then close its stdin (it reads end-of-file)"
+    )
+    _json_option(p)
+
+
 def _json_option(p: argparse.ArgumentParser) -> None:
     """``--json`` after the verb too (SUPPRESS: it never resets one given before it)."""
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for programs"
+    )
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
+    return value
+
+
+def parse_ready(spec: str) -> dict[str, Any]:
+    """``--ready SPEC`` as the protocol's ``ready`` object: ``port:PORT``,
+    ``port:HOST:PORT``, ``line:REGEX`` or ``cmd:SHELL LINE``. ValueError otherwise.
+
+    >>> parse_ready("port:8080")
+    {'port': 8080}
+    >>> parse_ready("cmd:curl -sf localhost:8080/health")
+    {'shell': 'curl -sf localhost:8080/health'}
+    """
+    kind, colon, rest = spec.partition(":")
+    if colon and kind == "port":
+        host, sep, port = rest.rpartition(":")
+        if port.isdigit() and 0 < int(port) < 65536 and bool(host) == bool(sep):
+            return {"port": int(port), "host": host} if host else {"port": int(port)}
+        raise ValueError(
+            f"--ready: cannot read {spec!r}; give port:PORT or port:HOST:PORT, PORT 1-65535"
+        )
+    if colon and kind == "line" and rest:
+        try:
+            re.compile(rest)
+        except re.error as exc:
+            raise ValueError(f"--ready: {rest!r} is not a regex: {exc}") from None
+        return {"line": rest}
+    if colon and kind == "cmd" and rest:
+        return {"shell": rest}
+    raise ValueError(
+        f"--ready: cannot read {spec!r}; give port:PORT, port:HOST:PORT, line:REGEX"
+        " or cmd:SHELL-LINE"
     )
 
 
@@ -208,22 +409,22 @@ def run(args: argparse.Namespace) -> int:
     an unsafe socket directory.
     """
     command = getattr(args, "command", None)
-    if args.verb == "search" and command and args.pattern is None and len(command) == 1:
-        args.pattern, command = command[0], None  # ctl search -- -PATTERN
-    if args.verb == "search" and args.pattern is None:
-        return _usage("search needs a PATTERN")
+    slot = _AFTER_DASHES.get(args.verb)
+    if slot and command and getattr(args, slot) is None and len(command) == 1:
+        setattr(args, slot, command[0])  # ctl search -- -PATTERN
+        command = None
+    if args.verb in ("search", "wait-for") and args.pattern is None:
+        return _usage(f"{args.verb} needs a PATTERN")
     if args.verb == "run" and not command and not args.shell:
         return _usage("run needs a command after '--' (or --shell LINE)")
     if args.verb != "run" and command:
         return _usage(f"{args.verb} takes no command after '--'")
+    problem = _check_args(args)
+    if problem:
+        return _usage(problem)
     if getattr(args, "since", None) is not None and args.verb in ("history", "search"):
         try:
             args.since = parse_since(args.since, time.time())
-        except ValueError as exc:
-            return _usage(str(exc))
-    if args.verb == "run" and args.graceful_timeout is not None:
-        try:
-            check_graceful_timeout(args.graceful_timeout, "--graceful-timeout")
         except ValueError as exc:
             return _usage(str(exc))
     path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
@@ -245,9 +446,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONNECT
     except ServerError as exc:
         print(f"procwindow ctl: {exc}", file=sys.stderr)
-        if args.verb == "search" and exc.type == "InvalidPattern":
+        if args.verb in ("search", "wait-for") and exc.type == "InvalidPattern":
             return EXIT_USAGE  # as grep's 2: told apart from "nothing matched"
+        if args.verb in ("wait-for", "ready") and exc.type == "Timeout":
+            return EXIT_TIMEOUT
         return EXIT_SERVER
+    except _NotText as exc:
+        return _usage(str(exc))
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
     except BrokenPipeError:
@@ -262,6 +467,37 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         print(f"procwindow ctl: {type(exc).__name__}: {exc}", file=sys.stderr)
         return EXIT_SERVER
+
+
+def _check_args(args: argparse.Namespace) -> str | None:
+    """What is wrong with the options ctl can check itself (one line), or None."""
+    checks: list[tuple[str, float | None]] = []
+    if args.verb == "run":
+        if args.graceful_timeout is not None:
+            try:
+                check_graceful_timeout(args.graceful_timeout, "--graceful-timeout")
+            except ValueError as exc:
+                return str(exc)
+        checks += [("--timeout", args.timeout), ("--ready-timeout", args.ready_timeout)]
+        if args.ready_timeout is not None and args.ready is None:
+            return "--ready-timeout needs --ready"
+        if args.ready is not None:
+            try:
+                args.ready = parse_ready(args.ready)
+            except ValueError as exc:
+                return str(exc)
+            if args.ready_timeout is not None:
+                args.ready["timeout"] = args.ready_timeout
+    if args.verb in ("wait-for", "ready"):
+        checks.append(("--timeout", args.timeout))
+    for option, value in checks:
+        try:
+            check_timeout(value, option)
+        except ValueError as exc:
+            return str(exc)
+    if args.verb in ("wait-for", "out") and args.since < 0:
+        return "--since: a seq is at least 0"
+    return None
 
 
 def _usage(message: str) -> int:
@@ -288,6 +524,8 @@ def _table(client: Client, args: argparse.Namespace) -> int:
 
 def _out(client: Client, args: argparse.Namespace) -> int:
     fields = {"proc": args.proc, "since": args.since, "stream": args.stream}
+    if args.partial:
+        fields["partial"] = True
     gaps = _Gaps()
     if not args.follow:
         batch = client.call("out", **fields)
@@ -301,6 +539,9 @@ def _out(client: Client, args: argparse.Namespace) -> int:
             if args.json:
                 print(json.dumps({"end": message["result"]}), flush=True)
             return 0
+        if "partial" in message:
+            _print_lines(args, {"lines": [message["partial"]]}, gaps)
+            continue
         batch = message
         _print_lines(args, batch, gaps)
     return 0
@@ -397,12 +638,95 @@ def _run(client: Client, args: argparse.Namespace) -> int:
         argv=None if args.shell else list(args.command),
         shell=args.shell,
         graceful_timeout=args.graceful_timeout,
+        timeout=args.timeout,
+        merge_stderr=args.merge_stderr or None,
+        stdin=args.stdin or None,
+        ready=args.ready,
+        reuse=args.reuse or None,
     )
     return _emit(args, result, f"{result['id']}\n")
 
 
+def _wait_for(client: Client, args: argparse.Namespace) -> int:
+    result = client.call(
+        "wait_for",
+        proc=args.proc,
+        pattern=args.pattern,
+        regex=False if args.fixed else None,
+        stream=args.stream,
+        since=args.since,
+        timeout=args.timeout,
+    )
+    return _emit(args, result, result["line"]["text"] + "\n")
+
+
+def _ready(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("ready", proc=args.proc, timeout=args.timeout)
+    return _emit(args, result, f"{args.proc}: ready\n")
+
+
+def _excerpt(client: Client, args: argparse.Namespace) -> int:
+    result = client.call(
+        "excerpt",
+        proc=args.proc,
+        head=args.head,
+        tail=args.tail,
+        max_bytes=args.max_bytes,
+        since=args.since,
+    )
+    return _emit(args, result, result["text"])
+
+
+def _write(client: Client, args: argparse.Namespace) -> int:
+    written = 0
+    closed = None
+    pieces = _write_pieces(args)
+    piece = next(pieces, "")
+    while True:
+        after = next(pieces, None)
+        last = after is None
+        result = client.call(
+            "write", proc=args.proc, data=piece, close=True if last and args.close else None
+        )
+        written += result["written"]
+        if last:
+            closed = result.get("closed")
+            break
+        piece = after
+    text = f"{args.proc}: {written} bytes written" + (", stdin closed" if args.close else "")
+    summary: dict[str, Any] = {"written": written}
+    if closed is not None:
+        summary["closed"] = closed
+    return _emit(args, summary, text + "\n")
+
+
+def _write_pieces(args: argparse.Namespace) -> Any:
+    """What ``write`` sends, in pieces that each fit in a request: DATA (and a
+    newline unless -n), or ctl's stdin read to its end (UTF-8, checked)."""
+    if args.data is not None:
+        data = args.data if args.no_newline else args.data + "\n"
+        for start in range(0, len(data), _WRITE_CHUNK):
+            yield data[start : start + _WRITE_CHUNK]
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while True:
+        chunk = sys.stdin.buffer.read(_WRITE_CHUNK)
+        try:
+            text = decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as exc:
+            raise _NotText(f"write: stdin is not UTF-8 text ({exc.reason})") from None
+        if text:
+            yield text
+        if not chunk:
+            return
+
+
+class _NotText(Exception):
+    """ctl write's input cannot be sent as text."""
+
+
 def _events(client: Client, args: argparse.Namespace) -> int:
-    for message in client.stream("events", pattern=args.pattern):
+    for message in client.stream("events", pattern=args.pattern, proc=args.proc):
         if "result" in message:
             continue  # the subscription's acknowledgement
         ev = message["event"]
@@ -512,4 +836,8 @@ _VERBS = {
     "sessions": _sessions,
     "history": _history,
     "search": _search,
+    "wait-for": _wait_for,
+    "ready": _ready,
+    "excerpt": _excerpt,
+    "write": _write,
 }

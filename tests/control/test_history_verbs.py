@@ -383,7 +383,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await _complete(sup, p.id)
             messages = await _messages(server.path, {"op": "search", "id": 1, "pattern": "HIT"})
             assert [m["hit"]["text"] for m in messages[:-1]] == ["hit 1", "hit 2", "hit 3"]
-            assert all("ok" not in m and m["id"] == 1 and m["v"] == 2 for m in messages[:-1])
+            assert all("ok" not in m and m["id"] == 1 and m["v"] == 3 for m in messages[:-1])
             assert messages[-1]["result"] == {"hits": 3, "limited": False}
 
             # A search that finds a hit, then scans on (as through gigabytes) for the
@@ -425,7 +425,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await asyncio.wait_for(closed.wait(), 10)
             sup.search = real  # type: ignore[method-assign]
             hello = await _messages(server.path, {"op": "hello"})
-            assert hello[-1]["result"]["protocol"] == 2
+            assert hello[-1]["result"]["protocol"] == 3
 
     asyncio.run(main())
 

@@ -28,10 +28,11 @@ def _still_serving(server):
         (b'{"op": "idx", "colour": "red"}\n', "bad-field", "unknown field(s) colour"),
         (b'{"op": "term", "proc": "five"}\n', "bad-field", "'proc' must be an integer"),
         (b'{"op": "idx", "v": 99}\n', "version", "protocol version 99"),
+        (b'{"op": "idx", "v": 2}\n', "version", "protocol version 2 is not supported"),
         (b'{"op": "events", "pattern": "a..b"}\n', None, "invalid pattern"),
         (b'{"op": "run", "session": "s", "agent": "a"}\n', "bad-field", "exactly one of argv"),
         (
-            b'{"op": "run", "session": "s.x", "agent": "a", "argv": ["true"]}\n',
+            b'{"op": "run", "session": "s*x", "agent": "a", "argv": ["true"]}\n',
             None,
             "may not contain",
         ),
@@ -48,7 +49,7 @@ def test_bad_requests_get_clear_errors_on_a_live_connection(server, line, code, 
         # the same connection still works
         ok = server.request({"op": "hello", "id": 2}, sock)
         assert ok["ok"] is True
-        assert ok["result"]["protocol"] == 2
+        assert ok["result"]["protocol"] == 3
     _still_serving(server)
 
 

@@ -67,7 +67,7 @@ def test_run_without_an_agent_uses_the_default_one(sup: Supervisor, qrun: QRun) 
         ("s1", "echo 'unbalanced", "cannot read the command line: No closing quotation"),
         ("s1", "   ", "the command line is empty"),
         ("", "true", "choose a session first"),
-        ("bad.session", "true", "session 'bad.session' contains '.'"),
+        ("bad*session", "true", "session 'bad*session' contains '*'"),
     ],
 )
 def test_run_reports_failures(
