@@ -55,6 +55,18 @@ def _serve_run(args: argparse.Namespace) -> int:
     return serve.run(args)
 
 
+def _mcp_configure(parser: argparse.ArgumentParser) -> None:
+    from procwindow import mcp
+
+    mcp.configure(parser)
+
+
+def _mcp_run(args: argparse.Namespace) -> int:
+    from procwindow import mcp
+
+    return mcp.run(args)
+
+
 def _up_configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", metavar="FILE", help="a workspace TOML file")
     add_window_options(parser)
@@ -78,6 +90,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "run the supervisor and its control socket headless (optionally a workspace FILE)",
         _serve_configure,
         _serve_run,
+    ),
+    Subcommand(
+        "mcp",
+        "serve the Model Context Protocol on stdio: agents run and watch commands here",
+        _mcp_configure,
+        _mcp_run,
     ),
 )
 
