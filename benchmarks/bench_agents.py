@@ -41,7 +41,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
-from procwindow import Supervisor  # noqa: E402
+from procwindow import Supervisor
 
 TICK = 0.005
 
