@@ -1,0 +1,159 @@
+"""``procwindow mcp``: a Model Context Protocol server over stdio.
+
+An agent (an MCP client) starts commands, reads and waits on their output, and
+stops them, through the tools listed in :func:`build_app`. Every tool call goes
+through the control socket, one connection per call: to a running window or
+``procwindow serve`` when one answers there, else to a private headless server
+this process starts on that same socket at the first call (so ``procwindow
+ctl`` sees its processes too) and closes, terminating its children, when the
+MCP session ends (stdin closed) or on SIGTERM, SIGINT or SIGHUP.
+
+The MCP SDK (``pip install 'procwindow[mcp]'``) is imported only when the
+command runs. Stdout is the MCP transport: nothing else is written there; logs
+go to stderr.
+
+The package: ``_backend`` (the control socket and the private server behind
+it), ``_tools`` (the MCP server and its tools), ``_text`` (bounded text for
+their results); this module is the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import signal
+import sys
+
+from ..control._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
+from ..core import ProcwindowError
+from ._backend import Backend, Scope
+from ._text import TEXT_CAP
+from ._tools import FALLBACK_AGENT, build_app
+
+__all__ = ["SDK_MISSING", "TEXT_CAP", "Backend", "Scope", "build_app", "configure", "run"]
+
+#: What ``procwindow mcp`` prints (on stderr) when the SDK is not installed.
+SDK_MISSING = "procwindow mcp needs the MCP SDK: pip install 'procwindow[mcp]'"
+#: The session of the agent's procs unless --session or $PROCWINDOW_SESSION names one.
+DEFAULT_MCP_SESSION = "mcp"
+
+#: Signals that end the MCP server (and its private server's children).
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+#: Seconds a cancelled MCP session has to finish before the process stops anyway
+#: (the SDK reads stdin in a worker thread that only the end of stdin frees).
+_CANCEL_WAIT = 0.5
+#: Seconds to wait for the kill a second stop signal started.
+_KILL_WAIT = 5.0
+
+EXIT_USAGE = 2
+
+
+# -- the command line ------------------------------------------------------------
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Add ``procwindow mcp``'s options to ``parser``."""
+    parser.add_argument(
+        "--name",
+        default=DEFAULT_SERVER_NAME,
+        help="the server to use, or to serve as when none answers (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--socket",
+        metavar="PATH",
+        help="use (or serve on) this socket path (default: $PROCWINDOW_SOCKET, else the"
+        " socket of --name)",
+    )
+    parser.add_argument(
+        "--session",
+        help="the session of the commands the agent starts (default: $PROCWINDOW_SESSION,"
+        f" else {DEFAULT_MCP_SESSION!r})",
+    )
+    parser.add_argument(
+        "--agent",
+        help="the agent name of the commands it starts (default: $PROCWINDOW_AGENT, else the"
+        f" MCP client's name, else {FALLBACK_AGENT!r})",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """``procwindow mcp``: serve MCP on stdin/stdout until stdin closes or a stop signal.
+
+    Exit status: 0 once the session ended; 1 on a failure; 2 for a bad option or
+    when the MCP SDK is not installed. Every failure is one line on stderr.
+    """
+    logging.basicConfig(
+        level=logging.WARNING, format="procwindow mcp: %(message)s", stream=sys.stderr
+    )
+    try:
+        import mcp.server.mcpserver  # noqa: F401  (the SDK, not this module)
+    except ImportError:
+        print(SDK_MISSING, file=sys.stderr)
+        return EXIT_USAGE
+    path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
+    if not path:
+        try:
+            check_name(args.name)
+        except SocketDirError as exc:
+            print(f"procwindow mcp: --name: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            path = default_socket_path(args.name)  # its directory made, as serve does
+        except ProcwindowError as exc:  # an unsafe socket directory
+            print(f"procwindow mcp: {exc}", file=sys.stderr)
+            return 1
+    scope = Scope(
+        session=args.session or os.environ.get("PROCWINDOW_SESSION") or DEFAULT_MCP_SESSION,
+        agent=args.agent or os.environ.get("PROCWINDOW_AGENT") or None,
+    )
+    try:
+        return asyncio.run(_serve(Backend(path), scope))
+    except KeyboardInterrupt:
+        return 128 + signal.SIGINT
+    except Exception as exc:
+        print(f"procwindow mcp: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+async def _serve(backend: Backend, scope: Scope) -> int:
+    """Serve one MCP session on stdio; close the private server, if any, after it."""
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    killers: list[asyncio.Task[None]] = []
+
+    def on_stop_signal() -> None:
+        if not stop.is_set():
+            stop.set()
+        elif not killers:
+            killers.append(asyncio.ensure_future(backend.kill_all()))
+
+    app = build_app(backend, scope)
+    for sig in STOP_SIGNALS:
+        loop.add_signal_handler(sig, on_stop_signal)
+    session = asyncio.ensure_future(app.run_stdio_async())
+    stopped = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({session, stopped}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopped.cancel()
+        session.cancel()  # a no-op once it ended; its tool calls are cancelled
+        try:
+            await backend.close()
+            await asyncio.wait({session}, timeout=_CANCEL_WAIT)
+        finally:
+            if killers:
+                await asyncio.wait(killers, timeout=_KILL_WAIT)
+            for sig in STOP_SIGNALS:
+                loop.remove_signal_handler(sig)
+    if not session.done():
+        # Stopped by a signal while the SDK's worker thread still waits for a line
+        # on stdin: nothing can free it but the client. Everything of ours is
+        # closed; end the process here rather than wait for the client.
+        sys.stderr.flush()
+        os._exit(0)
+    failure = None if session.cancelled() else session.exception()
+    if failure is not None:
+        raise failure
+    return 0

@@ -1,0 +1,112 @@
+"""Bounded text for the MCP tools' results: nothing an agent reads is unbounded.
+
+Sizes are UTF-8 bytes. :func:`clip` cuts a string and counts what it cut,
+:func:`format_lines` renders output lines as text within a budget,
+:func:`clip_field` cuts one field of a result and says so in it, and
+:func:`proc_row` is the compact line of ``list`` for one proc.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "CMD_CAP",
+    "HIT_CAP",
+    "TEXT_CAP",
+    "byte_size",
+    "clip",
+    "clip_field",
+    "format_lines",
+    "proc_row",
+]
+
+#: The most text (UTF-8 bytes) one tool result carries.
+TEXT_CAP = 16 * 1024
+#: The most bytes of one search hit's line shown.
+HIT_CAP = 1000
+#: The most characters of a command shown in ``list``.
+CMD_CAP = 200
+
+
+def byte_size(text: str) -> int:
+    """The size of ``text`` in UTF-8 bytes (lone surrogates included)."""
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def clip(text: str, limit: int) -> tuple[str, int]:
+    """``text`` cut to at most ``limit`` UTF-8 bytes, and how many bytes were cut."""
+    data = text.encode("utf-8", "surrogatepass")
+    if len(data) <= limit:
+        return text, 0
+    kept = data[: max(limit, 0)].decode("utf-8", "ignore")
+    return kept, len(data) - byte_size(kept)
+
+
+def format_lines(
+    lines: list[dict[str, Any]], budget: int = TEXT_CAP
+) -> tuple[str, int, int | None]:
+    """Output lines as text within ``budget`` bytes: ``(text, lines shown, seq of
+    the last one shown)``.
+
+    Stderr lines start with ``[stderr] ``, unterminated ones (a prompt, a
+    progress bar) with ``[partial] ``; lines missing before a line (cut by the
+    disk cap) are marked on a line of their own. The first line is shown
+    even when it alone is too long (cut, and said so), so that a reader always
+    moves on.
+    """
+    parts: list[str] = []
+    used = 0
+    shown = 0
+    last: int | None = None
+    for line in lines:
+        entry = str(line.get("text", ""))
+        if line.get("stream") == "stderr":
+            entry = "[stderr] " + entry
+        if line.get("partial"):
+            entry = "[partial] " + entry
+        cut = line.get("cut")
+        if cut:
+            entry = f"[… {cut} lines missing …]\n{entry}"
+        size = byte_size(entry) + 1
+        if used + size > budget:
+            if shown:
+                break
+            entry, lost = clip(entry, budget - 64)
+            entry += f" [… {lost} more bytes of this line]"
+            size = byte_size(entry) + 1
+        parts.append(entry)
+        used += size
+        shown += 1
+        seq = line.get("seq")
+        # An unterminated line comes again, complete: the cursor stays before it.
+        last = seq - 1 if line.get("partial") and isinstance(seq, int) else seq
+    return "\n".join(parts), shown, last
+
+
+def clip_field(result: dict[str, Any], key: str, limit: int = TEXT_CAP) -> None:
+    """Cut ``result[key]`` (a string) to ``limit`` bytes and say so in the result."""
+    value = result.get(key)
+    if isinstance(value, str):
+        kept, lost = clip(value, limit)
+        if lost:
+            result[key] = kept
+            result[f"{key}_cut_bytes"] = lost
+
+
+def proc_row(p: dict[str, Any], with_scope: bool) -> dict[str, Any]:
+    """A compact line of ``list`` for one proc."""
+    cmd = str(p.get("cmd") or " ".join(map(str, p.get("argv") or ())))
+    if len(cmd) > CMD_CAP:
+        cmd = cmd[: CMD_CAP - 1] + "…"
+    row: dict[str, Any] = {"id": p.get("id"), "state": p.get("state")}
+    exit_ = p.get("exit")
+    if isinstance(exit_, dict):
+        row["code"] = exit_.get("code")
+        row["reason"] = exit_.get("reason")
+    row["runtime"] = p.get("runtime")
+    if with_scope:
+        row["session"] = p.get("session")
+        row["agent"] = p.get("agent")
+    row["cmd"] = cmd
+    return row
