@@ -303,9 +303,17 @@ class History:
             return True
         try:
             db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
-            with db:
+            # All or nothing: a lock met halfway must not leave half the writes
+            # done, or the next flush would insert the same rows twice.
+            db.execute("BEGIN IMMEDIATE")
+            try:
                 for sql, params in self._kept:
                     db.execute(sql, params)
+                db.execute("COMMIT")
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    db.execute("ROLLBACK")
+                raise
             self._kept.clear()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):
