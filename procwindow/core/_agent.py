@@ -1,5 +1,6 @@
-"""The agent layer: readiness checks, waiting for a line, and excerpts sized for
-a context window. Built on the supervisor's public reads and a child's wake-ups."""
+"""The agent layer: readiness checks, line matching, and excerpts sized for a
+context window. Built on the supervisor's public reads and a child's wake-ups
+(waiting for a line or for readiness: ``_waiting``)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import signal
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ._errors import InvalidArgv, InvalidPattern
 from ._reaper import own_child
@@ -22,8 +23,18 @@ from .rules import command_argv, shown
 
 if TYPE_CHECKING:
     from ._child import Child
+    from ._proc import Proc
 
-__all__ = ["Excerpt", "LineMatch", "Ready", "check_timeout", "line_matcher", "run_check"]
+__all__ = [
+    "Excerpt",
+    "LineMatch",
+    "Procs",
+    "Ready",
+    "check_timeout",
+    "excerpt",
+    "line_matcher",
+    "run_check",
+]
 
 log = logging.getLogger("procwindow")
 
@@ -43,6 +54,31 @@ def check_timeout(value: object, what: str = "timeout") -> float | None:
     if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(f"{what} must be a positive number of seconds, got {shown(value)}")
     return seconds
+
+
+class Read(Protocol):
+    """``Supervisor.read``."""
+
+    def __call__(
+        self,
+        proc_id: int,
+        since: int = 0,
+        *,
+        limit: int | None = None,
+        stream: Stream | str | None = None,
+        partial: bool = False,
+    ) -> ReadBatch: ...
+
+
+class Procs(NamedTuple):
+    """What the agent layer needs of a supervisor: its procs, live or past."""
+
+    #: The live child with this id, or None (a past id, or not an id at all).
+    live: Callable[[int], Child | None]
+    #: The proc with this id, live or past (``Supervisor.get``).
+    get: Callable[[int], Proc]
+    #: Its lines, from the ring or the logs (``Supervisor.read``).
+    read: Read
 
 
 #: Regex constructs whose meaning at a line's edges differs in a block of
@@ -397,3 +433,51 @@ async def count_bytes(
         cursor = batch.cursor
         await asyncio.sleep(0)
     return nbytes, count
+
+
+async def excerpt(
+    procs: Procs, proc_id: int, *, head: int, tail: int, max_bytes: int, since: int
+) -> Excerpt:
+    """``Supervisor.excerpt``: the output after ``since``, its first ``head`` and
+    last ``tail`` lines, in at most ``max_bytes`` of text."""
+    for name, value in (("head", head), ("tail", tail), ("max_bytes", max_bytes)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+    child = procs.live(proc_id)
+    p = procs.get(proc_id)
+    first = procs.read(proc_id, since, limit=head + tail + 1, partial=True)
+    partial = next((x for x in reversed(first.lines) if x.partial), None)
+    complete = [x for x in first.lines if not x.partial]
+    last_seq = child.store.last_seq if child is not None else max(p.last_seq, first.cursor)
+    if len(complete) <= head + tail:
+        head_lines, tail_lines = complete, []
+        cursor, total = first.cursor, len(complete)
+        total_bytes = sum(_size(x) for x in complete)
+        dropped, eof = first.dropped, first.eof
+    else:
+        head_lines = complete[:head]
+        start = max(head_lines[-1].seq if head_lines else since, last_seq - tail)
+        end = procs.read(proc_id, start, partial=True)
+        tail_lines = [x for x in end.lines if not x.partial][-tail:] if tail else []
+        partial = next((x for x in reversed(end.lines) if x.partial), None)
+        cursor, eof = end.cursor, end.eof
+        dropped = first.dropped + end.dropped
+        total = cursor - since - dropped
+        if since == 0 and not p.running:
+            total_bytes = max(0, p.output_bytes - p.cut_bytes)
+        else:
+            total_bytes, total = await count_bytes(
+                lambda after, limit: procs.read(proc_id, after, limit=limit), since, cursor
+            )
+    return build_excerpt(
+        head_lines,
+        tail_lines,
+        total=total,
+        total_bytes=total_bytes,
+        dropped=dropped,
+        max_bytes=max_bytes,
+        cursor=cursor,
+        eof=eof,
+        exit_=p.exit,
+        partial=partial,
+    )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ._types import ExitInfo, ExitReason, Line, Stream
+from ._types import ExitInfo, ExitReason, Line, ReadBatch, Stream
 
 if TYPE_CHECKING:
     from ._disklog import DiskLog
@@ -135,6 +135,23 @@ class Child:
         for fut in waiters:
             if not fut.done():
                 fut.set_result(None)
+
+    def with_partials(self, batch: ReadBatch, limit: int | None, want: Stream | None) -> ReadBatch:
+        """``batch`` with the unterminated lines (of stream ``want``, None: both)
+        shown last, if it reached the last complete line and ``limit`` leaves
+        room for them all; otherwise ``batch`` as it is."""
+        if self.partials and batch.cursor >= self.store.last_seq:
+            # The seq it will have once complete: after every line complete now.
+            seq = self.store.last_seq + 1
+            shown = [
+                line._replace(seq=seq)
+                for line in self.partials.values()
+                if want is None or line.stream is want
+            ]
+            if shown and (limit is None or len(batch.lines) + len(shown) <= limit):
+                shown.sort(key=lambda line: line.time)
+                return ReadBatch(batch.lines + shown, batch.dropped, batch.cursor, batch.eof)
+        return batch
 
     def note_stop(self, cause: StopCause) -> None:
         """Record why we stop it; a stronger cause wins (a kill after a term)."""

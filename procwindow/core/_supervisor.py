@@ -4,7 +4,6 @@ signals and the sweep, which live in modules of their own."""
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import contextlib
 import functools
 import logging
@@ -17,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from . import _agent, _spawn
+from . import _agent, _spawn, _stdin, _waiting
 from ._agent import Excerpt, Ready
 from ._archive import (
     DEFAULT_HISTORY_AGE,
@@ -28,26 +27,23 @@ from ._archive import (
 )
 from ._capture import Capture
 from ._child import Child, StopCause
-from ._disklog import DiskLog
 from ._errors import (
-    NoMatch,
-    NotReady,
     ProcNotFound,
     ProcRunning,
-    StdinClosed,
     SupervisorClosed,
     WrongLoop,
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
-from ._linux import MARKER_VAR, require_linux
+from ._linux import require_linux
 from ._output import OutputStore, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
-from ._reaper import SPAWNING, SWEEP_INTERVAL, Sweeper, own_child, own_child_pending
+from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._reports import idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
 from ._spawn import check_cwd, check_env, resolve
+from ._starter import Starter
 from ._statefile import StateFile, recover_leftovers
 from ._tree import FRESH_TTL, SNAPSHOT_TTL
 from ._types import (
@@ -95,7 +91,6 @@ class _Running:
 
     def __init__(self, sup: Supervisor, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
-        self._spawner: concurrent.futures.ThreadPoolExecutor | None = None
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
             self.signals = TreeSignals(sup._token, sup._sweep_soon)
@@ -120,29 +115,15 @@ class _Running:
             sup._watchdog,
             lambda: sup._archive.seen(sup._clock.time()),
         )
-
-    def spawner(self) -> concurrent.futures.ThreadPoolExecutor:
-        """The thread that starts children: made on demand, gone when idle, so a
-        supervisor that is not spawning has no thread."""
-        if self._spawner is None:
-            self._spawner = concurrent.futures.ThreadPoolExecutor(
-                max_workers=1, thread_name_prefix="procwindow-spawn"
-            )
-        return self._spawner
-
-    def idle_spawner(self) -> None:
-        """No spawn is under way: let the spawn thread go (it is idle: at once)."""
-        if self._spawner is not None:
-            self._spawner.shutdown(wait=True)
-            self._spawner = None
+        self.starter = Starter(
+            loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
+        )
 
     def close(self) -> None:
         self.sweeper.close()
         self.capture.flush()
         self.signals.close()
-        if self._spawner is not None:
-            self._spawner.shutdown(wait=True)
-            self._spawner = None
+        self.starter.close()
         os.close(self.devnull)
 
 
@@ -232,8 +213,6 @@ class Supervisor:
         self._watchdog = Watchdog(self._token) if watchdog else None
         self._statefile = StateFile(self._token)
         self._children: dict[int, Child] = {}
-        #: Children being started in the spawn thread.
-        self._spawning: set[asyncio.Future[Any]] = set()
         self._events = EventHub(self._clock.time)
         self._run: _Running | None = None
         self._closed = False
@@ -304,9 +283,9 @@ class Supervisor:
             return
         self._closing = True
         clean = False
-        if self._spawning:  # each gives its child up once it sees we are closing
-            await asyncio.gather(*self._spawning, return_exceptions=True)
         try:
+            if self._run is not None:  # each start under way gives its child up
+                await self._run.starter.settle()
             clean = True if self._run is None else await self._stop_everything(self._run)
         except Exception:
             log.exception("closing the supervisor failed; its watchdog stops what is left")
@@ -468,45 +447,9 @@ class Supervisor:
                     return p
         env_now = _spawn.child_env(overrides, f"{self._token}:0")
         exe = resolve(args[0], env_now, cwd_s)
-
-        def start() -> tuple[int, DiskLog, _spawn.Started]:
-            # In the spawn thread: the loop runs on while the child execs (which
-            # takes milliseconds on a busy machine). One thread, so one id at a time.
-            with self._archive.reserve_id() as proc_id:
-                env_now[MARKER_VAR] = f"{self._token}:{proc_id}"
-                disk = self._archive.prepare(proc_id)
-                try:
-                    with SPAWNING:
-                        started = _spawn.start(
-                            args,
-                            exe,
-                            cwd_s,
-                            env_now,
-                            run.devnull,
-                            merge_stderr=options.merge_stderr,
-                            stdin=options.stdin,
-                        )
-                        own_child_pending(started.popen.pid)
-                except BaseException:
-                    disk.close()
-                    raise
-            return proc_id, disk, started
-
-        work = run.loop.run_in_executor(run.spawner(), start)
-        self._spawning.add(work)
-        work.add_done_callback(self._spawning.discard)
-        try:
-            proc_id, disk, started = await asyncio.shield(work)
-        except asyncio.CancelledError:
-            # The child may be starting: it must not run unwatched.
-            work.add_done_callback(_discard_started)
-            raise
-        finally:
-            if not self._spawning:
-                run.idle_spawner()
-        if self._closing or self._closed:
-            _discard(started, disk)
-            raise SupervisorClosed("this supervisor is closing")
+        proc_id, disk, started = await run.starter.start(
+            args, exe, cwd_s, env_now, merge_stderr=options.merge_stderr, stdin=options.stdin
+        )
         pid = started.popen.pid
         if self._watchdog is not None:
             self._watchdog.started(pid, started.start)
@@ -551,7 +494,8 @@ class Supervisor:
         if options.timeout is not None:
             child.timeout_handle = run.loop.call_later(options.timeout, self._time_out, child)
         if options.ready is not None:
-            child.ready_task = run.loop.create_task(self._watch_ready(child, options.ready))
+            watch = _waiting.watch_ready(self._procs(), child, options.ready, self._events.publish)
+            child.ready_task = run.loop.create_task(watch)
         run.sweeper.schedule(SWEEP_INTERVAL, scan=False)
         return proc
 
@@ -582,24 +526,6 @@ class Supervisor:
         child.timed_out = True
         task = asyncio.ensure_future(self.term(child.id))
         task.add_done_callback(_log_failure(f"proc {child.id}: terminating it at its timeout"))
-
-    async def _watch_ready(self, child: Child, ready: Ready) -> None:
-        """Run a proc's readiness check; mark it ready and announce it."""
-        deadline = None if ready.timeout is None else time.monotonic() + ready.timeout
-        try:
-            async with asyncio.timeout_at(_loop_deadline(deadline)):
-                if ready.line is not None:
-                    await self.wait_for(
-                        child.id, ready.line, regex=ready.regex, stream=ready.stream
-                    )
-                    ok = True
-                else:
-                    ok = await _agent.run_check(ready, child)
-        except (TimeoutError, NoMatch):
-            return
-        if ok and child.proc._set_ready():
-            self._events.publish(child.proc, EventKind.READY)
-            child.wake()
 
     # -- exit ----------------------------------------------------------------
 
@@ -672,10 +598,18 @@ class Supervisor:
         except (KeyError, TypeError):
             raise ProcNotFound(proc_id) from None
 
+    def _live(self, proc_id: int) -> Child | None:
+        """The live child with this id, or None (a past id, or not an id at all)."""
+        return self._children.get(proc_id) if isinstance(proc_id, int) else None
+
+    def _procs(self) -> _agent.Procs:
+        """What the agent layer needs of us: our procs, live or past."""
+        return _agent.Procs(self._live, self.get, self.read)
+
     def get(self, proc_id: int) -> Proc:
         """The proc with this id, live or from the history; ProcNotFound if
         there is none (or it was forgotten)."""
-        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        child = self._live(proc_id)
         if child is not None:
             return child.proc
         return self._archive.past(self._id(proc_id))
@@ -744,22 +678,11 @@ class Supervisor:
         only that stream's lines; the cursor still moves past the other's.
         """
         want = Stream(stream) if stream is not None else None
-        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        child = self._live(proc_id)
         if child is None:
             return self._archive.read_past(self._id(proc_id), since, limit, want)
         batch = self._archive.read_child(child, since, limit, want)
-        if partial and child.partials and batch.cursor >= child.store.last_seq:
-            # The seq it will have once complete: after every line complete now.
-            seq = child.store.last_seq + 1
-            shown = [
-                line._replace(seq=seq)
-                for line in child.partials.values()
-                if want is None or line.stream is want
-            ]
-            if shown and (limit is None or len(batch.lines) + len(shown) <= limit):
-                shown.sort(key=lambda line: line.time)
-                return ReadBatch(batch.lines + shown, batch.dropped, batch.cursor, batch.eof)
-        return batch
+        return child.with_partials(batch, limit, want) if partial else batch
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only)."""
@@ -779,7 +702,7 @@ class Supervisor:
         ``timeout``: raise TimeoutError after that many seconds; the proc is
         left alone (it keeps running). A past id returns its recorded exit.
         """
-        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
+        child = self._live(proc_id)
         if child is None:
             past = self._archive.past(self._id(proc_id))
             if past.exit is None:
@@ -811,56 +734,15 @@ class Supervisor:
         matching line, TimeoutError after ``timeout`` seconds (the proc is left
         alone), InvalidPattern for a bad pattern.
         """
-        match = _agent.LineMatch(pattern, regex=regex)
-        want = Stream(stream) if stream is not None else None
-        limit = _agent.check_timeout(timeout)
-        async with asyncio.timeout(limit):
-            return await self._scan_for(proc_id, match, want, since)
-
-    async def _scan_for(
-        self, proc_id: int, match: _agent.LineMatch, want: Stream | None, since: int
-    ) -> Line:
-        cursor = since
-        loop = asyncio.get_running_loop()
-        while True:
-            child = self._children.get(proc_id) if isinstance(proc_id, int) else None
-            # Registered before reading, so nothing that arrives meanwhile is missed.
-            changed = child.changed(loop) if child is not None else None
-            try:
-                more = False
-                if child is not None and cursor + 1 >= child.store.first_seq:
-                    # In the ring: skip blocks that cannot match, unsplit.
-                    hit, cursor = child.store.find(cursor, want, match.line, match.block)
-                    if hit is not None:
-                        return hit
-                    for line in sorted(child.partials.values(), key=lambda x: x.time):
-                        if (want is None or line.stream is want) and match.line(line.text):
-                            return line._replace(seq=child.store.last_seq + 1)
-                    eof = not child.open_streams and cursor >= child.store.last_seq
-                else:
-                    batch = self.read(proc_id, cursor, limit=_agent.SCAN_CHUNK, stream=want)
-                    for line in batch.lines:
-                        if match.line(line.text):
-                            return line
-                    more = len(batch.lines) >= _agent.SCAN_CHUNK
-                    cursor, eof = batch.cursor, batch.eof
-                p = child.proc if child is not None else self.get(proc_id)
-                if (
-                    not more
-                    and p.exit is not None
-                    and (eof or child is None or cursor >= (child.final_seq or 0))
-                ):
-                    raise NoMatch(proc_id, match.pattern, p.exit, cursor)
-                if more:
-                    await asyncio.sleep(0)
-                elif changed is None:
-                    # Running under another supervisor: its lines reach us on disk.
-                    await asyncio.sleep(0.25)
-                else:
-                    await changed
-            finally:
-                if changed is not None and not changed.done():
-                    changed.cancel()
+        return await _waiting.wait_for(
+            self._procs(),
+            proc_id,
+            pattern,
+            regex=regex,
+            stream=stream,
+            since=since,
+            timeout=timeout,
+        )
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc:
         """Wait until the proc's readiness check passes (``spawn(ready=...)``);
@@ -870,24 +752,7 @@ class Supervisor:
         ``Ready.timeout``), TimeoutError after ``timeout`` seconds (the proc is
         left alone).
         """
-        limit = _agent.check_timeout(timeout)
-        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
-        p = child.proc if child is not None else self.get(proc_id)
-        if p.ready:
-            return p
-        if child is None or child.ready_task is None:
-            if p.exit is not None:
-                raise NotReady.exited(p.id, p.exit)
-            raise NotReady(p.id, "its check runs under another supervisor")
-        await asyncio.wait_for(asyncio.shield(child.ready_task), limit)
-        if p.ready:
-            return p
-        if p.exit is not None:
-            raise NotReady.exited(p.id, p.exit)
-        check = p.options.ready
-        assert check is not None
-        assert check.timeout is not None
-        raise NotReady(p.id, f"its check ({check.describe()}) gave up after {check.timeout:g} s")
+        return await _waiting.wait_ready(self._procs(), proc_id, timeout)
 
     async def excerpt(
         self,
@@ -903,46 +768,8 @@ class Supervisor:
         between them, the whole at most ``max_bytes`` of text (fewer lines are
         shown rather than more bytes; over-long lines are clipped). Returns the
         cursor to continue from and, once it exited, the exit."""
-        for name, value in (("head", head), ("tail", tail), ("max_bytes", max_bytes)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-        child = self._children.get(proc_id) if isinstance(proc_id, int) else None
-        p = self.get(proc_id)
-        first = self.read(proc_id, since, limit=head + tail + 1, partial=True)
-        partial = next((x for x in reversed(first.lines) if x.partial), None)
-        complete = [x for x in first.lines if not x.partial]
-        last_seq = child.store.last_seq if child is not None else max(p.last_seq, first.cursor)
-        if len(complete) <= head + tail:
-            head_lines, tail_lines = complete, []
-            cursor, total, total_bytes = first.cursor, len(complete), 0
-            total_bytes = sum(len(x.text.encode("utf-8", "replace")) + 1 for x in complete)
-            dropped, eof = first.dropped, first.eof
-        else:
-            head_lines = complete[:head]
-            start = max(head_lines[-1].seq if head_lines else since, last_seq - tail)
-            end = self.read(proc_id, start, partial=True)
-            tail_lines = [x for x in end.lines if not x.partial][-tail:] if tail else []
-            partial = next((x for x in reversed(end.lines) if x.partial), None)
-            cursor, eof = end.cursor, end.eof
-            dropped = first.dropped + end.dropped
-            total = cursor - since - dropped
-            if since == 0 and not p.running:
-                total_bytes = max(0, p.output_bytes - p.cut_bytes)
-            else:
-                total_bytes, total = await _agent.count_bytes(
-                    lambda after, limit: self.read(proc_id, after, limit=limit), since, cursor
-                )
-        return _agent.build_excerpt(
-            head_lines,
-            tail_lines,
-            total=total,
-            total_bytes=total_bytes,
-            dropped=dropped,
-            max_bytes=max_bytes,
-            cursor=cursor,
-            eof=eof,
-            exit_=p.exit,
-            partial=partial,
+        return await _agent.excerpt(
+            self._procs(), proc_id, head=head, tail=tail, max_bytes=max_bytes, since=since
         )
 
     # -- stdin ------------------------------------------------------------------
@@ -953,41 +780,14 @@ class Supervisor:
         Raises StdinClosed if it has no stdin, it was closed, or the child
         stopped reading (EPIPE)."""
         child = self._child(proc_id)
-        buf = data.encode() if isinstance(data, str) else bytes(data)
-        loop = self._bind_loop().loop
-        async with child.stdin_lock:
-            view = memoryview(buf)
-            while view:
-                fd = child.stdin_fd
-                if fd is None:
-                    why = "its stdin is closed" if child.proc.options.stdin else "it has no stdin"
-                    if not child.proc.options.stdin:
-                        why += " (spawn it with stdin=True)"
-                    raise StdinClosed(proc_id, why)
-                try:
-                    n = os.write(fd, view)
-                except BlockingIOError:
-                    ready = loop.create_future()
-                    loop.add_writer(fd, ready.set_result, None)
-                    try:
-                        await asyncio.wait({ready, child.exit_fut}, return_when="FIRST_COMPLETED")
-                    finally:
-                        if child.stdin_fd == fd:
-                            loop.remove_writer(fd)
-                        ready.cancel()
-                    continue
-                except BrokenPipeError:
-                    child.close_stdin(loop)
-                    raise StdinClosed(proc_id, "it closed its stdin (broken pipe)") from None
-                view = view[n:]
-        return len(buf)
+        buf = _stdin.as_bytes(data)
+        return await _stdin.write(proc_id, child, buf, self._bind_loop().loop)
 
     async def close_stdin(self, proc_id: int) -> bool:
         """Close a proc's stdin (it reads EOF) once pending writes are done;
         False if it had none or it was closed already."""
         child = self._child(proc_id)
-        async with child.stdin_lock:
-            return child.close_stdin(self._run.loop if self._run is not None else None)
+        return await _stdin.close(child, self._run.loop if self._run is not None else None)
 
     def search(
         self,
@@ -1178,27 +978,6 @@ class Supervisor:
         return tree_stats(child, tree or ())
 
 
-def _discard(started: _spawn.Started, disk: DiskLog) -> None:
-    """A child started for a spawn that was given up (cancelled, or the
-    supervisor closed meanwhile): kill it and close what it was given."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(started.popen.pid, signal.SIGKILL)
-    started.popen.wait()
-    own_child(started.popen.pid, None)
-    for fd in (started.pidfd, started.stdout, started.stderr, started.stdin):
-        if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-    with contextlib.suppress(OSError):
-        disk.close()
-
-
-def _discard_started(work: asyncio.Future[tuple[int, DiskLog, _spawn.Started]]) -> None:
-    if not work.cancelled() and work.exception() is None:
-        _proc_id, disk, started = work.result()
-        _discard(started, disk)
-
-
 def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
     """A done-callback that logs a background task's failure."""
 
@@ -1207,11 +986,3 @@ def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
             log.error("%s failed: %s", what, task.exception())
 
     return done
-
-
-def _loop_deadline(deadline: float | None) -> float | None:
-    """A ``time.monotonic()`` deadline on the running loop's clock."""
-    if deadline is None:
-        return None
-    loop = asyncio.get_running_loop()
-    return loop.time() + (deadline - time.monotonic())

@@ -1,0 +1,168 @@
+"""Starter: starts children in a spawn thread (the event loop runs on while they
+exec), and leaves nothing behind when a start is given up."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import signal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, NamedTuple
+
+from . import _spawn
+from ._errors import SupervisorClosed
+from ._linux import MARKER_VAR
+from ._reaper import SPAWNING, own_child, own_child_pending
+
+if TYPE_CHECKING:
+    from ._archive import Archive
+    from ._disklog import DiskLog
+
+__all__ = ["Spawned", "Starter"]
+
+
+class Spawned(NamedTuple):
+    """A child started for a spawn: its id, its log files, and what runs."""
+
+    proc_id: int
+    disk: DiskLog
+    started: _spawn.Started
+
+
+class Starter:
+    """Starts children in a thread of its own, one at a time (so one id is
+    reserved at a time), while the event loop runs on.
+
+    The thread is made on demand and let go once no start is under way: a
+    supervisor that is not spawning has no thread. A start that is given up
+    (cancelled, or the supervisor began closing meanwhile) kills its child and
+    closes what it was given.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        archive: Archive,
+        token: str,
+        devnull: int,
+        closing: Callable[[], bool],
+    ) -> None:
+        self._loop = loop
+        self._archive = archive
+        self._token = token
+        self._devnull = devnull
+        self._closing = closing
+        self._thread: concurrent.futures.ThreadPoolExecutor | None = None
+        #: Starts under way in the thread.
+        self._starting: set[asyncio.Future[Spawned]] = set()
+
+    async def start(
+        self,
+        args: tuple[str, ...],
+        exe: str,
+        cwd: str | None,
+        env: dict[str, str],
+        *,
+        merge_stderr: bool,
+        stdin: bool,
+    ) -> Spawned:
+        """Reserve an id, prepare its logs and start ``args`` (``_spawn.start``)
+        in the spawn thread; ``env`` gets the child's marker there.
+
+        Raises what ``_spawn.start`` raises, or SupervisorClosed if the
+        supervisor began closing meanwhile. Given up (cancelled, closing), it
+        leaves nothing behind: a child that started is killed and reaped.
+        """
+        work = self._loop.run_in_executor(
+            self._spawn_thread(), self._start, args, exe, cwd, env, merge_stderr, stdin
+        )
+        self._starting.add(work)
+        work.add_done_callback(self._starting.discard)
+        try:
+            spawned = await asyncio.shield(work)
+        except asyncio.CancelledError:
+            # The child may be starting: it must not run unwatched.
+            work.add_done_callback(_discard_started)
+            raise
+        finally:
+            if not self._starting:  # let the thread go (it is idle: at once)
+                self.close()
+        if self._closing():
+            _discard(spawned)
+            raise SupervisorClosed("this supervisor is closing")
+        return spawned
+
+    async def settle(self) -> None:
+        """Wait for the starts under way (each gives its child up if it sees
+        the supervisor closing)."""
+        if self._starting:
+            await asyncio.gather(*self._starting, return_exceptions=True)
+
+    def close(self) -> None:
+        """Let the spawn thread go (no start is under way)."""
+        if self._thread is not None:
+            self._thread.shutdown(wait=True)
+            self._thread = None
+
+    def _spawn_thread(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The thread that starts children: made on demand, gone when idle, so a
+        supervisor that is not spawning has no thread."""
+        if self._thread is None:
+            self._thread = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix="procwindow-spawn"
+            )
+        return self._thread
+
+    def _start(
+        self,
+        args: tuple[str, ...],
+        exe: str,
+        cwd: str | None,
+        env: dict[str, str],
+        merge_stderr: bool,
+        stdin: bool,
+    ) -> Spawned:
+        # In the spawn thread: the loop runs on while the child execs (which
+        # takes milliseconds on a busy machine). One thread, so one id at a time.
+        with self._archive.reserve_id() as proc_id:
+            env[MARKER_VAR] = f"{self._token}:{proc_id}"
+            disk = self._archive.prepare(proc_id)
+            try:
+                with SPAWNING:
+                    started = _spawn.start(
+                        args,
+                        exe,
+                        cwd,
+                        env,
+                        self._devnull,
+                        merge_stderr=merge_stderr,
+                        stdin=stdin,
+                    )
+                    own_child_pending(started.popen.pid)
+            except BaseException:
+                disk.close()
+                raise
+        return Spawned(proc_id, disk, started)
+
+
+def _discard(spawned: Spawned) -> None:
+    """A child started for a spawn that was given up (cancelled, or the
+    supervisor closed meanwhile): kill it and close what it was given."""
+    started = spawned.started
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(started.popen.pid, signal.SIGKILL)
+    started.popen.wait()
+    own_child(started.popen.pid, None)
+    for fd in (started.pidfd, started.stdout, started.stderr, started.stdin):
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+    with contextlib.suppress(OSError):
+        spawned.disk.close()
+
+
+def _discard_started(work: asyncio.Future[Spawned]) -> None:
+    if not work.cancelled() and work.exception() is None:
+        _discard(work.result())
