@@ -22,6 +22,7 @@ from .models import (
     SessionRole,
     status_text,
 )
+from .runform import RunForm
 from .viewmodel import ProcTableStyle, ProcWindowModel
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "ProcRole",
     "ProcTableStyle",
     "ProcWindowModel",
+    "RunForm",
     "ScopeSelection",
     "SessionModel",
     "SessionRole",

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import shlex
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Sequence
 from typing import Any
 
 import shiboken6
@@ -55,16 +55,19 @@ class ProcController(QObject):
     proc acted on (:data:`NO_PROC` for ``run`` and ``termAll``), the slot's name
     (``"term"``, ``"run"``…) and the error's own text, meant for the user
     (``command not found: 'nmp'``). A new process is reported through
-    ``started(procId)``. An action runs to its end even if the controller is
-    destroyed first (a Term clicked just before the window closes still
-    terminates); it then reports to no one. Before closing the supervisor, an
-    application awaits :meth:`wait_idle` so that no action is left half-done.
+    ``started(procId)``, a restart also through ``restarted(procId, newProcId)``.
+    An action runs to its end even if the controller is destroyed first (a Term
+    clicked just before the window closes still terminates); it then reports to
+    no one. Before closing the supervisor, an application awaits
+    :meth:`wait_idle` so that no action is left half-done.
     """
 
     actionFailed = Signal(int, str, str, arguments=["procId", "action", "message"])
     """An action failed: ``(procId, action, message)``; the message is meant for the user."""
     started = Signal(int, arguments=["procId"])
     """``run`` or ``restart`` started a process with this id."""
+    restarted = Signal(int, int, arguments=["procId", "newProcId"])
+    """``restart(procId)`` started its command again as ``newProcId`` (before ``started``)."""
 
     def __init__(self, supervisor: Supervisor | None = None, parent: QObject | None = None):
         super().__init__(parent)
@@ -140,14 +143,28 @@ class ProcController(QObject):
         while self._tasks:
             await asyncio.wait(set(self._tasks))
 
-    async def _run(self, session: str, agent: str, argv: list[str], cwd: str | None) -> None:
+    async def spawn(
+        self, argv: Sequence[str], *, session: str, agent: str, cwd: str | None = None
+    ) -> int:
+        """Start ``argv`` as ``run`` does and return the new proc's id.
+
+        For a caller that shows a failure itself (the Run dialog, beside the
+        field at fault): the supervisor's error is raised, not reported through
+        ``actionFailed``. ``started(procId)`` fires as for ``run``.
+        """
         proc = await self._sup.spawn(argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd)
         self._started(proc.id)
+        return proc.id
+
+    async def _run(self, session: str, agent: str, argv: list[str], cwd: str | None) -> None:
+        await self.spawn(argv, session=session, agent=agent, cwd=cwd)
 
     async def _restart(self, proc_id: int) -> None:
         if self._sup.get(proc_id).running:
             await self._sup.term(proc_id)
         proc = await self._sup.restart(proc_id)
+        if shiboken6.isValid(self):
+            self.restarted.emit(proc_id, proc.id)
         self._started(proc.id)
 
     def _start(

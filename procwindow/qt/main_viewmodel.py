@@ -11,11 +11,10 @@ from collections.abc import Callable
 from PySide6.QtCore import Property, QItemSelectionModel, QModelIndex, QObject, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
-from procwindow.core.rules import DEFAULT_AGENT, DEFAULT_SESSION
-
 from ._support import Later, plural, set_stored, stored_property
 from .controller import ActiveScope, ProcController
 from .models import ProcModel, SessionModel
+from .runform import RunForm
 from .viewmodel import ProcWindowModel
 
 __all__ = ["STATUS_MS", "MainWindowModel", "ScopeSelection"]
@@ -92,9 +91,6 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     statusChanged = Signal()
     overviewChanged = Signal()
     menuScopeChanged = Signal()
-    runScopeChanged = Signal()
-    runDialogRequested = Signal()
-    """The Run dialog should open, on ``runSession``/``runAgent``."""
     quitRequested = Signal()
 
     def __init__(
@@ -117,7 +113,7 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._status_error = False
         self._overview_texts = ("", "")
         self._menu = ("", "")
-        self._run = ("", "")
+        self._run_form = RunForm(controller, self)
         self._status_timer = QTimer(self)
         self._status_timer.setSingleShot(True)
         self._status_timer.setInterval(STATUS_MS)
@@ -228,20 +224,13 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     @Slot(str, str)
     def requestRun(self, session: str, agent: str) -> None:
         """Open the Run dialog on a scope (the default session and agent where none)."""
-        run = (session or DEFAULT_SESSION, agent or DEFAULT_AGENT)
-        if run != self._run:
-            self._run = run
-            self.runScopeChanged.emit()
-        self.runDialogRequested.emit()
+        self._run_form.open(session, agent)
 
-    def _get_run_session(self) -> str:
-        return self._run[0]
+    def _get_run_form(self) -> RunForm:
+        return self._run_form
 
-    def _get_run_agent(self) -> str:
-        return self._run[1]
-
-    runSession = Property(str, _get_run_session, notify=runScopeChanged)
-    runAgent = Property(str, _get_run_agent, notify=runScopeChanged)
+    runForm = Property(RunForm, _get_run_form, constant=True)
+    """The Run dialog's form (its scope, its errors, the spawn)."""
 
     @Slot()
     def quit(self) -> None:

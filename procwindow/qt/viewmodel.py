@@ -15,14 +15,19 @@ window. The main window's view-model is :mod:`procwindow.qt.main_viewmodel`.
 from __future__ import annotations
 
 import math
+import os
+import time
+from typing import NamedTuple
 
-from PySide6.QtCore import Property, QObject, QTimer, Signal, Slot
-from PySide6.QtGui import QColor
+from PySide6.QtCore import Property, QObject, QTimer, QUrl, Signal, Slot
+from PySide6.QtGui import QColor, QDesktopServices, QFont, QFontMetricsF
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
 from ._support import Later, plural, set_stored, stored_property
 from .controller import ActiveScope, ProcController, StatsSampler
-from .models import OutputModel, ProcModel
+from .models import OutputModel, ProcModel, ProcRole
+from .models.format import status_texts
+from .runform import RunForm
 
 __all__ = [
     "BANNER_MS",
@@ -30,6 +35,7 @@ __all__ = [
     "ProcTableStyle",
     "ProcWindowModel",
     "column_widths",
+    "minimum_table_width",
     "status_tint",
 ]
 
@@ -38,29 +44,126 @@ QML_IMPORT_MAJOR_VERSION = 1
 
 #: How long a ProcWindow's banner shows a message (ms): (information, error).
 BANNER_MS = (2000, 6000)
-#: Widths of the process table's fixed columns (px); ``actions`` is the table's to say.
-COLUMN_WIDTHS = {"pid": 64, "agent": 104, "status": 190, "runtime": 88}
-#: The narrowest the other columns (``tool``) get; they share what is left. Small
-#: enough that every column fits a window at its minimum width (720 px): the
-#: command elides rather than push the actions out of sight.
+#: Widths of the process table's fixed columns (px). ``status`` is measured (the
+#: widest status text, see :class:`ProcTableStyle`); ``actions`` is the table's to say.
+COLUMN_WIDTHS = {"pid": 64, "runtime": 88}
+#: The Status column's width until a font has been measured.
+DEFAULT_STATUS_WIDTH = 200.0
+#: The Agent column's width, and the narrowest it gets (an agent name elides).
+AGENT_WIDTH = (104.0, 72.0)
+#: The command column (``tool``) shrinks to this width before the Agent column gives
+#: up its spare room.
+COMFORTABLE_FLEXIBLE_WIDTH = 160.0
+#: The narrowest the other columns (``tool``) get; they share what is left. Below
+#: the table's minimum width (:func:`minimum_table_width`) the view scrolls sideways;
+#: the windows never get that narrow: their minimum width fits every column.
 MIN_FLEXIBLE_WIDTH = 100.0
 #: What a gauge reads while nothing is sampled.
 NO_VALUE = "–"
+#: Seconds the output pane trusts its list of log files (a stderr log may appear later).
+LOG_FILES_TTL = 1.0
+#: Milliseconds between two updates of the pane's texts when only the count of
+#: earlier lines moved: under a flood it moves every frame, and nobody reads forty
+#: numbers a second (each update costs the frame ~0.3 ms of text layout).
+EARLIER_TEXT_MS = 200
 
 
-def column_widths(names: list[str], width: float, actions_width: float) -> list[float]:
+class _PaneTexts(NamedTuple):
+    """What the output pane says (see the properties of the same names)."""
+
+    empty: str = ""
+    line_count: str = ""
+    match: str = ""
+    earlier: str = ""
+    log_text: str = ""
+    log_path: str = ""
+    follow: str = ""
+
+    def counts(self) -> tuple[str, str, str]:
+        """The texts that move with the lines (every frame, under a flood)."""
+        return self.line_count, self.match, self.earlier
+
+    def others(self) -> tuple[str, str, str, str]:
+        return self.empty, self.log_text, self.log_path, self.follow
+
+
+def _count(count: int, one: str, many: str) -> str:
+    """``"1 line"``, ``"100,000 lines"``: :func:`plural` with thousands separated."""
+    return f"{count:,} {one if count == 1 else many}"
+
+
+def _fixed_widths(status_width: float, actions_width: float) -> dict[str, float]:
+    return {**COLUMN_WIDTHS, "status": status_width, "actions": actions_width}
+
+
+def column_widths(
+    names: list[str],
+    width: float,
+    actions_width: float,
+    status_width: float = DEFAULT_STATUS_WIDTH,
+) -> list[float]:
     """The process table's column widths for a view ``width`` px wide.
 
-    Fixed columns take :data:`COLUMN_WIDTHS` (``actions`` takes ``actions_width``);
-    every other column gets what is left, at least :data:`MIN_FLEXIBLE_WIDTH`.
+    Fixed columns take :data:`COLUMN_WIDTHS` (``status`` takes ``status_width``,
+    ``actions`` takes ``actions_width``): they never shrink, so a status is never
+    cut and the actions never leave the view. The command column (``tool``) takes
+    what is left. As the view narrows, the command shrinks to
+    :data:`COMFORTABLE_FLEXIBLE_WIDTH`, then the Agent column to its narrowest,
+    then the command to :data:`MIN_FLEXIBLE_WIDTH`.
 
-    >>> column_widths(["pid", "tool", "status", "runtime", "actions"], 1000, 154)
-    [64.0, 504.0, 190.0, 88.0, 154.0]
+    >>> column_widths(["pid", "tool", "status", "runtime", "actions"], 1000, 154, 200)
+    [64.0, 494.0, 200.0, 88.0, 154.0]
+    >>> column_widths(["pid", "agent", "tool", "status", "runtime"], 540, 0, 200)
+    [64.0, 72.0, 116.0, 200.0, 88.0]
     """
-    fixed = {**COLUMN_WIDTHS, "actions": actions_width}
-    used = sum(fixed.get(name, 0) for name in names if fixed.get(name, 0) > 0)
-    rest = max(MIN_FLEXIBLE_WIDTH, width - used)
-    return [float(fixed[name]) if name in fixed else rest for name in names]
+    fixed = _fixed_widths(status_width, actions_width)
+    rest = width - sum(fixed.get(name, 0.0) for name in names)
+    agent = 0.0
+    if "agent" in names:
+        preferred, narrowest = AGENT_WIDTH
+        agent = min(preferred, max(narrowest, rest - COMFORTABLE_FLEXIBLE_WIDTH))
+        rest -= agent
+    flexible = [name for name in names if name not in fixed and name != "agent"]
+    share = max(MIN_FLEXIBLE_WIDTH, rest / max(len(flexible), 1))
+    widths = {**fixed, "agent": agent}
+    return [float(widths.get(name, share)) for name in names]
+
+
+def minimum_table_width(names: list[str], actions_width: float, status_width: float) -> float:
+    """The narrowest view in which every column of ``names`` fits (see :func:`column_widths`).
+
+    >>> minimum_table_width(["pid", "agent", "tool", "status", "runtime", "actions"], 154, 200)
+    678.0
+    """
+    fixed = _fixed_widths(status_width, actions_width)
+    return float(
+        sum(
+            fixed[name]
+            if name in fixed
+            else AGENT_WIDTH[1]
+            if name == "agent"
+            else MIN_FLEXIBLE_WIDTH
+            for name in names
+        )
+    )
+
+
+def widest_text(font: QFont, texts: frozenset[str]) -> float:
+    """The advance (px) of the widest of ``texts`` drawn in ``font``."""
+    metrics = QFontMetricsF(font)
+    return max((metrics.horizontalAdvance(text) for text in texts), default=0.0)
+
+
+_widest_status: dict[str, float] = {}  # font key -> widest status text (px)
+
+
+def widest_status(font: QFont) -> float:
+    """The advance (px) of the widest status text in ``font`` (measured once per font)."""
+    key = font.key()
+    width = _widest_status.get(key)
+    if width is None:
+        width = _widest_status[key] = widest_text(font, status_texts())
+    return width
 
 
 def status_tint(base: QColor) -> QColor:
@@ -80,13 +183,20 @@ def status_tint(base: QColor) -> QColor:
 class ProcTableStyle(QObject):
     """How a ProcTable is drawn: its column widths, and the colours of its statuses.
 
-    QML makes one per table and binds ``columnNames``, ``viewWidth`` and
-    ``actionsWidth``; ``columnWidths`` follows (see :func:`column_widths`).
+    QML makes one per table and binds ``columnNames``, ``viewWidth``,
+    ``actionsWidth``, and the font (``statusFontFamily``, ``statusFontSize`` in
+    pixels) and ``statusPadding`` of its Status cells; ``columnWidths`` and
+    ``minimumWidth`` follow (see :func:`column_widths`). The Status column is as
+    wide as the widest text a status can have
+    (:func:`~procwindow.qt.models.format.status_texts`) in that font, plus
+    ``statusPadding``: every status reads in full, whatever the width of the view.
     """
 
     columnNamesChanged = Signal()
     viewWidthChanged = Signal()
     actionsWidthChanged = Signal()
+    statusFontChanged = Signal()
+    statusPaddingChanged = Signal()
     columnWidthsChanged = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
@@ -94,12 +204,29 @@ class ProcTableStyle(QObject):
         self._column_names: list[str] = []
         self._view_width = 0.0
         self._actions_width = 0.0
+        self._status_family = ""
+        self._status_size = 0
+        self._status_padding = 0.0
+        self._status_width = DEFAULT_STATUS_WIDTH
+        self._minimum_width = 0.0
         self._column_widths: list[float] = []
         self._tints: dict[int, QColor] = {}
 
     def _relayout(self) -> None:
-        widths = column_widths(self._column_names, self._view_width, self._actions_width)
-        set_stored(self, "_column_widths", widths, ProcTableStyle.columnWidthsChanged)
+        font = QFont(self._status_family) if self._status_family else QFont()
+        if self._status_size > 0:
+            font.setPixelSize(self._status_size)
+        # A pixel to spare: a text laid out in a QML Text can round up.
+        status = math.ceil(widest_status(font)) + 1.0 + self._status_padding
+        names, actions = self._column_names, self._actions_width
+        layout = (
+            column_widths(names, self._view_width, actions, status),
+            status,
+            minimum_table_width(names, actions, status),
+        )
+        if layout != (self._column_widths, self._status_width, self._minimum_width):
+            self._column_widths, self._status_width, self._minimum_width = layout
+            self.columnWidthsChanged.emit()
 
     columnNames = stored_property(list, "_column_names", columnNamesChanged, on_change=_relayout)
     """The table's column keys (``ProcModel.columnNames``)."""
@@ -109,8 +236,22 @@ class ProcTableStyle(QObject):
         float, "_actions_width", actionsWidthChanged, on_change=_relayout
     )
     """The width of the ``actions`` column (0 when the table shows no actions)."""
+    statusFontFamily = stored_property(
+        str, "_status_family", statusFontChanged, on_change=_relayout
+    )
+    """The font family of a Status cell's text ("" for the application's)."""
+    statusFontSize = stored_property(int, "_status_size", statusFontChanged, on_change=_relayout)
+    """The pixel size of a Status cell's text (0 for the application font's size)."""
+    statusPadding = stored_property(
+        float, "_status_padding", statusPaddingChanged, on_change=_relayout
+    )
+    """The room a Status cell takes beside its text (margins, the coloured dot)."""
     columnWidths = stored_property(list, "_column_widths", columnWidthsChanged, writable=False)
     """The width of each column, in order."""
+    statusWidth = stored_property(float, "_status_width", columnWidthsChanged, writable=False)
+    """The width of the Status column."""
+    minimumWidth = stored_property(float, "_minimum_width", columnWidthsChanged, writable=False)
+    """The narrowest view in which every column fits (see :func:`minimum_table_width`)."""
 
     @Slot(QColor, result=QColor)
     def statusColor(self, base: QColor) -> QColor:
@@ -128,11 +269,13 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     """The state and decisions of one ProcWindow.
 
     **Selection.** ``currentProcId`` is the proc the keyboard acts on;
-    ``stream(procId)`` makes a proc current and streams its output. The
-    selection settles (:meth:`settleSelection`) when the window is complete and
-    whenever rows go away or the scope changes: the current proc stays if it is
-    still shown, else the first row becomes current; a stream that is gone
-    stops, and the current proc streams when nothing does.
+    ``stream(procId)`` makes a proc current and streams its output, and so does a
+    click on a row (``select``). A restart (``restart``, ``restartCurrent``)
+    takes its predecessor's row and streams. The selection settles
+    (:meth:`settleSelection`) when the window is complete and whenever rows go
+    away or come, or the scope changes: the current proc stays if it is still
+    shown, else the first row becomes current; a stream that is gone stops, and
+    the current proc streams when nothing does.
 
     **Scope.** Unpinned, the window follows ``activeScope`` (the main window's
     selection); pinned, or without an ``activeScope``, it stays on its scope.
@@ -142,7 +285,13 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     person scrolls away from the end, and turns true again once they are back
     there. The pane tells the model what the view did; the model answers with
     ``positionAtEnd`` (put the view at its end now) and ``liveRequested``
-    (jump to the live tail, as the End key does).
+    (jump to the live tail, as the End key does). When the output model
+    rebases (drops its oldest rows in a reset), a view that follows goes to
+    its end and one that does not stays on its lines (``positionAt``); the
+    selection moves with its lines. Lines the pane no longer holds are named,
+    with the log that keeps them (``earlierText``, ``openLog``, ``copyLogPath``).
+    Esc clears the filter and the selection; in an empty filter field it hands
+    the keys back to the table (``leaveFilter``).
 
     **Messages.** Failed actions and copies show in a banner for a few seconds.
     """
@@ -155,6 +304,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     selectionChanged = Signal()
     followingChanged = Signal()
     textsChanged = Signal()
+    countTextsChanged = Signal()
     statsTextChanged = Signal()
     positionAtEnd = Signal()
     """The output view should go to its end now."""
@@ -162,6 +312,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     """The output view should jump to the live tail (cancelling a flick first)."""
     revealRow = Signal(int)
     """The table should scroll row ``row`` into view."""
+    positionAt = Signal(float)
+    """The output view should scroll to ``y`` px below its first row (after a rebase)."""
+    linesReplaced = Signal()
+    """The output view shows other lines now: what it measured of the old ones is stale."""
+    leaveFilter = Signal()
+    """The filter field should give the keyboard back to the table."""
 
     def __init__(
         self,
@@ -179,9 +335,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._output = output_model
         self._stats = stats
         self._controller = controller
+        self._run_form = RunForm(controller, self)
+        self._run_form.succeeded.connect(self._on_run_started)
         self._active_scope = active_scope
         self._pinned = active_scope is None if pinned is None else pinned
         self._current = -1
+        self._follow = -1  # a restart to stream once its row is shown
         self._scope_text = ""
         self._banner_text = ""
         self._banner_error = False
@@ -189,13 +348,19 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._anchor = self._cursor = -1
         self._following = True
         self._jumped = False
-        self._texts = ("", "", "")
+        self._texts = _PaneTexts()
+        self._log_files: tuple[int, float, list[str]] = (-1, 0.0, [])  # proc, when, files
+        self._rebase: tuple[int, float] | None = None  # rows dropped, new view position
         self._closed = False
         self._stats_texts = (NO_VALUE, NO_VALUE)
 
         self._banner_timer = QTimer(self)
         self._banner_timer.setSingleShot(True)
         self._banner_timer.timeout.connect(self.hideBanner)
+        self._earlier_timer = QTimer(self)
+        self._earlier_timer.setSingleShot(True)
+        self._earlier_timer.setInterval(EARLIER_TEXT_MS)
+        self._earlier_timer.timeout.connect(self._update_texts)
         self._settle_later = Later(self, self.settleSelection)
         self._stick_later = Later(self, self._stick)
 
@@ -205,15 +370,19 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             signal.connect(self._update_scope_text)
         output_model.procIdChanged.connect(self._on_stream_changed)
         output_model.rowsInserted.connect(self.followTail)
+        output_model.rowsRemoved.connect(self._on_rows_removed)
         for signal in (
             output_model.lineCountChanged,
             output_model.matchCountChanged,
             output_model.filterTextChanged,
             output_model.filterErrorChanged,
+            self.followingChanged,
         ):
             signal.connect(self._update_texts)
+        output_model.earlierLinesChanged.connect(self._update_earlier_soon)
         stats.statsChanged.connect(self._update_stats_texts)
         controller.actionFailed.connect(self._on_action_failed)
+        controller.restarted.connect(self._on_restarted)
         if active_scope is not None:
             active_scope.changed.connect(self.followActiveScope)
 
@@ -242,10 +411,15 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _get_can_follow(self) -> bool:
         return self._active_scope is not None
 
+    def _get_run_form(self) -> RunForm:
+        return self._run_form
+
     procModel = Property(ProcModel, _get_procs, constant=True)
     outputModel = Property(OutputModel, _get_output, constant=True)
     stats = Property(StatsSampler, _get_stats, constant=True)
     controller = Property(ProcController, _get_controller, constant=True)
+    runForm = Property(RunForm, _get_run_form, constant=True)
+    """The Run dialog's form (``requestRun`` opens it on the window's scope)."""
     activeScope = Property(ActiveScope, _get_active_scope, constant=True)
     """The main window's selection, or None (then the window stays pinned)."""
     canFollow = Property(bool, _get_can_follow, constant=True)
@@ -278,6 +452,18 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self.liveRequested.emit()
 
     @Slot(int)
+    def select(self, procId: int) -> None:
+        """A click on a row: make ``procId`` current and show its output.
+
+        A proc whose output shows already keeps its place in it (a click does
+        not pull a person reading back to the tail).
+        """
+        if procId == self._output.procId:
+            self.currentProcId = procId
+        else:
+            self.stream(procId)
+
+    @Slot(int)
     def moveSelection(self, delta: int) -> None:
         """Move the current proc ``delta`` rows (clamped); from nowhere, to the first row."""
         count = self._procs.rowCount()
@@ -296,6 +482,9 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """
         if self._closed:
             return
+        if self._follow >= 0 and self._procs.rowOf(self._follow) >= 0:
+            self._follow, follow = -1, self._follow
+            self.stream(follow)
         if self._procs.rowOf(self._output.procId) < 0:
             self._output.procId = -1
         if self._procs.rowOf(self._current) < 0:
@@ -314,6 +503,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def close(self) -> None:
         """Stop following the active scope and settling (the window is going away)."""
         self._closed = True
+        self._earlier_timer.stop()
         for timer in (self._settle_later, self._stick_later, self._banner_timer):
             timer.stop()
 
@@ -333,6 +523,17 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     # -- actions -----------------------------------------------------------------------
 
+    @Slot()
+    def requestRun(self) -> None:
+        """Open the Run dialog on the window's scope (the default agent for a whole session)."""
+        self._run_form.open(self._procs.session, self._procs.agent)
+
+    def _on_run_started(self, proc_id: int) -> None:
+        if self._procs.rowOf(proc_id) >= 0:
+            self.stream(proc_id)
+        else:  # its row comes with the supervisor's event: settleSelection streams it
+            self._follow = proc_id
+
     @Slot(int)
     def term(self, procId: int) -> None:
         """Make ``procId`` current and terminate it."""
@@ -344,6 +545,30 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """Make ``procId`` current and kill it."""
         self.currentProcId = procId
         self._controller.kill(procId)
+
+    @Slot(int)
+    def restart(self, procId: int) -> None:
+        """Make ``procId`` current and start its command again (stopping it first).
+
+        The new proc takes the row of ``procId`` (see ``ProcModel.keepPlace``),
+        becomes current and streams.
+        """
+        self.currentProcId = procId
+        self._controller.restart(procId)
+
+    @Slot()
+    def restartCurrent(self) -> None:
+        """Restart the current proc, if there is one and it can be (not while stopping)."""
+        row = self._procs.rowOf(self._current)
+        if row >= 0 and self._procs.data(self._procs.index(row, 0), ProcRole.CAN_RESTART):
+            self.restart(self._current)
+
+    def _on_restarted(self, proc_id: int, new_id: int) -> None:
+        self._procs.keepPlace(new_id, proc_id)
+        if self._procs.rowOf(new_id) >= 0:
+            self.stream(new_id)
+        else:  # its row comes with the supervisor's event: settleSelection streams it
+            self._follow = new_id
 
     @Slot()
     def termCurrent(self) -> None:
@@ -390,35 +615,118 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _update_texts(self) -> None:
         out = self._output
         filtered = bool(out.filterText)
+        earlier, held = out.earlierLines, out.lineCount
         if out.procId < 0:
             empty = "Select a process and press Enter to stream its output"
         elif filtered:
             empty = "No line matches the filter"
         else:
             empty = "No output yet"
-        lines = plural(out.lineCount, "line", "lines")
-        count = f"{out.matchCount} of {lines}" if filtered else lines
-        match = "invalid" if out.filterError else plural(out.matchCount, "match", "matches")
-        texts = (empty, count, match)
-        if texts != self._texts:
-            self._texts = texts
+        if not earlier:
+            lines = _count(held, "line", "lines")
+            count = f"{out.matchCount:,} of {lines}" if filtered else lines
+        elif filtered:
+            count = f"{out.matchCount:,} of the last {_count(held, 'line', 'lines')}"
+        else:
+            count = f"last {held:,} of {_count(earlier + held, 'line', 'lines')}"
+        match = "invalid" if out.filterError else _count(out.matchCount, "match", "matches")
+        notice = log_text = log_path = ""
+        if earlier:
+            logs = self._log_files_of(out.procId)
+            older = _count(earlier, "earlier line", "earlier lines")
+            where = "the log:" if len(logs) == 1 else "the logs:"
+            if not logs:
+                notice = f"{older} are not shown here, and no log file keeps them"
+            elif filtered:
+                notice = f"The filter sees the last {held:,}; {older} are in {where}"
+            else:
+                notice = f"{older} are not shown here — in {where}"
+            if logs:
+                log_path = logs[0]
+                log_text = ", ".join([log_path, *(os.path.basename(p) for p in logs[1:])])
+        if out.procId < 0:
+            follow = ""
+        else:
+            follow = "● following" if self._following else "paused · End to follow"
+        texts = _PaneTexts(empty, count, match, notice, log_text, log_path, follow)
+        old, self._texts = self._texts, texts
+        # Two notifications: under a flood the counts change every frame, the rest seldom.
+        if texts.counts() != old.counts():
+            self.countTextsChanged.emit()
+        if texts.others() != old.others():
             self.textsChanged.emit()
 
+    def _update_earlier_soon(self) -> None:
+        """Only the count of earlier lines moved: update the texts within EARLIER_TEXT_MS."""
+        if not self._earlier_timer.isActive():
+            self._earlier_timer.start()
+
+    def _log_files_of(self, proc_id: int) -> list[str]:
+        """``outputModel.logFiles()``, looked up at most every :data:`LOG_FILES_TTL` s."""
+        known, when, files = self._log_files
+        now = time.monotonic()
+        if known != proc_id or now - when > LOG_FILES_TTL:
+            files = self._output.logFiles()
+            self._log_files = proc_id, now, files
+        return files
+
     def _get_empty_text(self) -> str:
-        return self._texts[0]
+        return self._texts.empty
 
     def _get_line_count_text(self) -> str:
-        return self._texts[1]
+        return self._texts.line_count
 
     def _get_match_text(self) -> str:
-        return self._texts[2]
+        return self._texts.match
+
+    def _get_earlier_text(self) -> str:
+        return self._texts.earlier
+
+    def _get_log_text(self) -> str:
+        return self._texts.log_text
+
+    def _get_log_path(self) -> str:
+        return self._texts.log_path
+
+    def _get_follow_text(self) -> str:
+        return self._texts.follow
 
     emptyText = Property(str, _get_empty_text, notify=textsChanged)
     """What the empty output pane says."""
-    lineCountText = Property(str, _get_line_count_text, notify=textsChanged)
-    """The footer's count: ``120 lines``, or ``8 of 120 lines`` while filtered."""
-    matchText = Property(str, _get_match_text, notify=textsChanged)
+    lineCountText = Property(str, _get_line_count_text, notify=countTextsChanged)
+    """The footer's count: ``120 lines``, ``8 of 120 lines`` while filtered; with
+    earlier lines not held, ``last 100,000 of 30,000,000 lines`` or ``8 of the
+    last 100,000 lines``."""
+    matchText = Property(str, _get_match_text, notify=countTextsChanged)
     """The filter's count: ``1 match``, ``8 matches``, or ``invalid``."""
+    earlierText = Property(str, _get_earlier_text, notify=countTextsChanged)
+    """What became of the lines the pane no longer holds, up to the log that keeps
+    them (``29,900,000 earlier lines are not shown here — in the log:``, then
+    ``logText``); "" when the pane holds every line."""
+    logText = Property(str, _get_log_text, notify=textsChanged)
+    """The log files ``earlierText`` names: ``/logs/5.stdout.log``, or
+    ``/logs/5.stdout.log, 5.stderr.log``; "" for none."""
+    logPath = Property(str, _get_log_path, notify=textsChanged)
+    """The log file ``openLog`` opens (stdout's, if it exists); "" while
+    ``earlierText`` names no log file."""
+    followText = Property(str, _get_follow_text, notify=textsChanged)
+    """The footer's follow state: ``● following``, ``paused · End to follow``;
+    "" while no proc streams."""
+
+    @Slot()
+    def openLog(self) -> None:
+        """Open ``logPath`` with the desktop's handler for it (a failure shows in the banner)."""
+        path = self._texts.log_path
+        if path and not QDesktopServices.openUrl(QUrl.fromLocalFile(path)):
+            self.showMessage(f"No application opens {path}", True)
+
+    @Slot()
+    def copyLogPath(self) -> None:
+        """Copy the paths of the proc's log files (one per line), and say so."""
+        paths = self._output.logFiles()
+        if paths:
+            self._output.copyToClipboard("\n".join(paths))
+            self.showMessage("Log path copied" if len(paths) == 1 else "Log paths copied", False)
 
     def _update_stats_texts(self) -> None:
         stats = self._stats
@@ -488,9 +796,34 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     @Slot()
     def clearFilterAndSelection(self) -> None:
-        """Esc: drop the filter and the selection."""
+        """Drop the filter and the selection."""
         self._output.filterText = ""
         self.clearSelection()
+
+    @Slot(bool)
+    def escape(self, inFilter: bool) -> None:
+        """Esc (``inFilter``: the filter field has the keyboard): drop the filter
+        and the selection; pressed in an empty filter field, also hand the
+        keyboard back to the table (``leaveFilter``), so that the window's keys
+        (Delete, End…) work again."""
+        was_empty = not self._output.filterText
+        self.clearFilterAndSelection()
+        if inFilter and was_empty:
+            self.leaveFilter.emit()
+
+    def _shift_selection(self, rows: int) -> None:
+        """The oldest ``rows`` rows went: the selected lines are ``rows`` rows up now."""
+        if self._anchor < 0:
+            return
+        anchor, cursor = self._anchor - rows, self._cursor - rows
+        if max(anchor, cursor) < 0:
+            self.clearSelection()
+        else:
+            self._select(max(anchor, 0), max(cursor, 0))
+
+    def _on_rows_removed(self, _parent: object, first: int, last: int) -> None:
+        if first == 0:
+            self._shift_selection(last + 1)
 
     @Slot()
     def copySelection(self) -> None:
@@ -535,10 +868,37 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         if self._following:
             self._stick_later.start()
 
+    @Slot(int, float, float)
+    def outputRebasing(self, rows: int, top: float, lineHeight: float) -> None:
+        """The output model is about to drop its oldest ``rows`` rows in a reset
+        (``OutputModel.rebasing``); the view is ``top`` px below its first row,
+        of rows ``lineHeight`` px high. :meth:`outputRebased` puts it back.
+        """
+        self._rebase = rows, max(0.0, top - rows * lineHeight)
+
+    @Slot()
+    def outputRebased(self) -> None:
+        """The rebase is done (``OutputModel.rebased``): the selection moves with its
+        lines; the view goes to its end if following, else back on its lines
+        (``positionAt``)."""
+        rebase, self._rebase = self._rebase, None
+        if rebase is None:
+            return
+        rows, top = rebase
+        self._shift_selection(rows)
+        if self._following:
+            self.positionAtEnd.emit()
+        else:
+            self.positionAt.emit(top)
+
     @Slot()
     def outputReset(self) -> None:
-        """The output view took a reset: no line is selected; back to the end if following."""
+        """The output view took a reset: no line is selected; back to the end if
+        following. (Not after :meth:`outputRebasing`: a rebase keeps its lines.)"""
+        if self._rebase is not None:
+            return
         self.clearSelection()
+        self.linesReplaced.emit()
         self._stick()
 
     @Slot(bool)

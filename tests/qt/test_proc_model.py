@@ -436,3 +436,56 @@ def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun
 
     qrun(scenario())
     model.close()
+
+
+def ids(model: ProcModel) -> list[int]:
+    return [model.procIdAt(row) for row in range(model.rowCount())]
+
+
+def test_a_restart_takes_its_predecessors_row(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
+) -> None:
+    model = ProcModel(sup, "s1")
+    qtmodeltester.check(model)
+    a, b, c = (qrun(sup.spawn(SLEEP, session="s1", agent="a1")) for _ in range(3))
+    qrun(until(lambda: model.rowCount() == 3))
+    assert ids(model) == [c.id, b.id, a.id]
+
+    # Told before its row comes (as the controller does): inserted in b's row.
+    async def restart_b() -> int:
+        new = await sup.restart(b.id)
+        model.keepPlace(new.id, b.id)
+        await until(lambda: model.rowCount() == 4, what="the restart's row")
+        return new.id
+
+    b2 = qrun(restart_b())
+    assert ids(model) == [c.id, b2, b.id, a.id]
+    # A newer proc still comes in at the top.
+    d = qrun(sup.spawn(SLEEP, session="s1", agent="a1"))
+    qrun(until(lambda: model.rowCount() == 5))
+    assert ids(model) == [d.id, c.id, b2, b.id, a.id]
+
+    # Told after its row came (at the top): it moves to a's row.
+    a2 = qrun(sup.restart(a.id))
+    qrun(until(lambda: model.rowCount() == 6))
+    assert model.procIdAt(0) == a2.id
+    model.keepPlace(a2.id, a.id)
+    assert ids(model) == [d.id, c.id, b2, b.id, a2.id, a.id]
+    assert [model.rowOf(i) for i in ids(model)] == list(range(6))
+    model.keepPlace(a2.id, a.id)  # again: nothing moves
+    assert ids(model) == [d.id, c.id, b2, b.id, a2.id, a.id]
+
+    # A restart of the restart takes its row in turn; shown again, the order holds.
+    b3 = qrun(sup.restart(b2))
+    model.keepPlace(b3.id, b2)
+    qrun(until(lambda: model.rowCount() == 7))
+    order = [d.id, c.id, b3.id, b2, b.id, a2.id, a.id]
+    assert ids(model) == order
+    model.setScope("other", "")
+    model.setScope("s1", "")
+    assert ids(model) == order
+    qrun(sup.kill(a.id))
+    sup.dismiss(a.id)
+    qrun(until(lambda: model.rowCount() == 6))
+    assert ids(model) == order[:-1]
+    model.close()

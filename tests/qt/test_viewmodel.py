@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 from PySide6.QtCore import QItemSelectionModel
-from PySide6.QtGui import QColor, QGuiApplication
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QGuiApplication
 from pytestqt.qtbot import QtBot
 
 from procwindow.core import Supervisor
@@ -26,7 +26,7 @@ from procwindow.qt import (
     viewmodel,
 )
 from procwindow.qt._support import plural
-from procwindow.qt.viewmodel import column_widths, status_tint
+from procwindow.qt.viewmodel import column_widths, minimum_table_width, status_tint
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -123,6 +123,62 @@ def test_it_opens_on_the_newest_proc_and_streams_it(
     assert live == [True]
     w.model.stream(-1)  # nothing to stream: nothing changes
     assert w.output.procId == older.id
+
+
+def test_a_click_streams_and_a_restart_takes_the_row_and_streams(
+    sup: Supervisor, qrun: QRun, open_window
+) -> None:
+    older = qrun(sup.spawn(SLEEP, session="s", agent="a"))
+    newer = qrun(sup.spawn(SLEEP, session="s", agent="a"))
+    w = open_window(sup, "s", "a")
+    live: list[bool] = []
+    w.model.liveRequested.connect(lambda: live.append(True))
+    # A click on a row shows its output; on the row already showing, nothing jumps.
+    w.model.select(older.id)
+    assert (w.model.currentProcId, w.output.procId, live) == (older.id, older.id, [True])
+    w.model.select(older.id)
+    assert live == [True]
+
+    # Restart the newer (top) row: its command runs again in that row, and streams.
+    started: list[int] = []
+    w.controller.started.connect(started.append)
+    w.model.restart(newer.id)
+    assert w.model.currentProcId == newer.id
+    qrun(until(lambda: len(started) == 1, what="restarted"))
+    restarted = started[0]
+    qrun(until(lambda: w.procs.rowCount() == 3, what="its row"))
+    assert [w.procs.procIdAt(r) for r in range(3)] == [restarted, newer.id, older.id]
+    qrun(until(lambda: w.output.procId == restarted, what="streaming the restart"))
+    assert w.model.currentProcId == restarted
+
+    # Ctrl+R restarts the current proc, in its row; not one that is stopping.
+    w.model.currentProcId = older.id
+    w.model.restartCurrent()
+    qrun(until(lambda: len(started) == 2 and w.procs.rowCount() == 4, what="restarted again"))
+    again = started[1]
+    order = [restarted, newer.id, again, older.id]
+    assert [w.procs.procIdAt(r) for r in range(4)] == order
+    qrun(until(lambda: w.output.procId == again, what="streaming it"))
+    assert sup.get(older.id).exit is not None  # stopped first
+    stubborn = qrun(
+        sup.spawn(
+            py(
+                "import signal, time; signal.signal(signal.SIGTERM, "
+                "signal.SIG_IGN); print('up', flush=True); time.sleep(30)"
+            ),
+            session="s",
+            agent="a",
+        )
+    )
+    qrun(until(lambda: any(line.text == "up" for line in sup.read(stubborn.id).lines)))
+    w.controller.term(stubborn.id)
+    qrun(until(lambda: sup.get(stubborn.id).state.value == "stopping", what="stopping"))
+    qrun(until(lambda: w.procs.rowCount() == 5, what="its row"))
+    w.model.currentProcId = stubborn.id
+    qrun(until(lambda: w.procs.data(w.procs.index(0, 0), ProcRole.CAN_RESTART) is False))
+    w.model.restartCurrent()
+    qrun(asyncio.sleep(0.2))
+    assert len(started) == 2
 
 
 def test_the_selection_settles_when_rows_go_away(sup: Supervisor, qrun: QRun, open_window) -> None:
@@ -334,11 +390,19 @@ def test_following_the_tail(sup: Supervisor, qrun: QRun, open_window, qtbot: QtB
 
 def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
     names = ["pid", "agent", "tool", "status", "runtime", "actions"]
-    assert column_widths(names, 1000, 154) == [64, 104, 400, 190, 88, 154]
-    assert column_widths(names, 500, 154) == [64, 104, 100, 190, 88, 154]  # tool's minimum
-    # At the windows' minimum width (720 px) every column, the actions too, fits.
-    assert sum(column_widths(names, 720, 154)) <= 720
-    assert column_widths(names[:-1], 1000, 0) == [64, 104, 554, 190, 88]
+    assert column_widths(names, 1000, 154, 200) == [64, 104, 390, 200, 88, 154]
+    # Narrower, the command gives way to 160 px, then the agent to 72, then the command
+    # to 100; status, runtime and actions never shrink.
+    assert column_widths(names, 770, 154, 200) == [64, 104, 160, 200, 88, 154]
+    assert column_widths(names, 740, 154, 200) == [64, 74, 160, 200, 88, 154]
+    assert column_widths(names, 700, 154, 200) == [64, 72, 122, 200, 88, 154]
+    assert column_widths(names, 500, 154, 200) == [64, 72, 100, 200, 88, 154]
+    # The minimum width fits every column exactly; below it the view scrolls.
+    narrowest = minimum_table_width(names, 154, 200)
+    assert narrowest == 678
+    assert sum(column_widths(names, narrowest, 154, 200)) == narrowest
+    assert column_widths(names[:-1], 1000, 0, 200) == [64, 104, 544, 200, 88]
+    assert minimum_table_width(["pid", "tool", "status", "runtime"], 0, 200) == 452
 
     style = ProcTableStyle()
     changes: list[bool] = []
@@ -346,9 +410,33 @@ def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
     style.columnNames = names
     style.viewWidth = 1000.0
     style.actionsWidth = 154.0
-    assert style.columnWidths == [64, 104, 400, 190, 88, 154]
+    style.statusFontSize = 13
+    style.statusPadding = 35.0
+    # The Status column fits the widest status text in the cells' font, and its padding.
+    font = QFont()
+    font.setPixelSize(13)
+    metrics = QFontMetricsF(font)
+    for text in ("killed (ignored SIGTERM)", "lost (its supervisor died)", "failed (SIGSEGV)"):
+        assert metrics.horizontalAdvance(text) + 35 <= style.statusWidth
+    assert (
+        style.statusWidth
+        <= max(
+            metrics.horizontalAdvance(t)
+            for t in (
+                "killed (ignored SIGTERM)",
+                "lost (its supervisor died)",
+                "terminated (SIGVTALRM)",
+            )
+        )
+        + 35
+        + 2
+    )
+    status = style.statusWidth
+    assert style.columnWidths == [64, 104, 1000 - 64 - 104 - status - 88 - 154, status, 88, 154]
+    assert style.minimumWidth == minimum_table_width(names, 154, status)
+    count = len(changes)
     style.viewWidth = 1000.0  # unchanged: no relayout
-    assert len(changes) == 3
+    assert len(changes) == count
 
     # Every status colour the model gives is lifted for the dark theme, hue kept.
     model = ProcModel(sup, "s")
@@ -435,11 +523,12 @@ def test_main_window_actions_and_status(
 ) -> None:
     model, opened = main_window
     # The Run dialog opens on the scope, or on the defaults where it names none.
-    with qtbot.waitSignal(model.runDialogRequested):
+    form = model.runForm
+    with qtbot.waitSignal(form.openRequested):
         model.requestRun("", "")
-    assert (model.runSession, model.runAgent) == (DEFAULT_SESSION, DEFAULT_AGENT)
+    assert (form.session, form.agent) == (DEFAULT_SESSION, DEFAULT_AGENT)
     model.requestRun("web", "api")
-    assert (model.runSession, model.runAgent) == ("web", "api")
+    assert (form.session, form.agent) == ("web", "api")
     model.setMenuScope("web", "worker")
     assert (model.menuSession, model.menuAgent) == ("web", "worker")
 

@@ -163,11 +163,12 @@ def test_kill_button_and_term_of_a_polite_process(
         await until_equal(
             lambda: status_of(window, polite.id), "terminated (SIGTERM)", what="status"
         )
-        # Restart starts the same command again, as a new row on top.
+        # Restart starts the same command again, as a new proc in the restarted row.
         await click(window, await item(window, f"restartButton-{polite.id}"))
         model = model_of(window)
         await until(lambda: model.count == 3, what="the restarted proc")
-        assert model.procIdAt(0) > rude.id
+        assert model.procIdAt(0) == rude.id
+        assert model.procIdAt(1) > rude.id and model.procIdAt(2) == polite.id
 
     run(scenario())
 

@@ -1,15 +1,16 @@
 """Screenshots of the real windows, written to build/screenshots/ and checked non-blank.
 
 The demo workspace runs (real commands: colours, stderr, a failing test run), the
-windows are grabbed with ``QQuickWindow.grabWindow()`` at the two sizes the
-window is designed for, and each image must show many colours and plenty of
-non-background pixels: an empty or unstyled window fails.
+windows are grabbed with ``QQuickWindow.grabWindow()`` at three sizes (the smallest
+is raised to a window's minimum where that is larger), and each image must show
+many colours and plenty of non-background pixels: an empty or unstyled window fails.
 """
 
 from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtQuick import QQuickWindow
 
 from procwindow.app import Workspace
 from procwindow.core import Proc, Supervisor
@@ -30,7 +31,12 @@ from .helpers import (
     until,
 )
 
-SIZES = {"900x600": (900, 600), "1400x900": (1400, 900)}
+SIZES = {"700x450": (700, 450), "1024x640": (1024, 640), "1400x900": (1400, 900)}
+
+
+def resize(window: QQuickWindow, width: int, height: int) -> None:
+    """``width`` × ``height``, or the window's minimum where that is larger."""
+    window.resize(max(width, window.minimumWidth()), max(height, window.minimumHeight()))
 
 
 def assert_not_blank(name: str, image: object, colours: int = 12, share: float = 0.05) -> None:
@@ -59,7 +65,7 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         build = next(p for p in procs if p.argv == tuple(job_argv("build")))
         main = workspace.main_window
         assert main is not None
-        main.resize(width, height)
+        resize(main, width, height)
         await until(lambda: find_item(main, "sessionNode-docs") is not None, what="the tree")
         await settle(0.5)
         path, image = save_screenshot(main, f"main-{size}")
@@ -69,7 +75,7 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         window = open_proc_window(
             sup, "webapp", "builder", workspace.engine, active_scope=workspace.active_scope
         )
-        window.resize(width, height)
+        resize(window, width, height)
         await click(window, await item(window, f"streamButton-{build.id}"))
         output = window.property("outputModel")
         assert output.procId == build.id
@@ -93,7 +99,7 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         # The session-wide view, with stderr lines (the docs build) streaming.
         workspace.active_scope.setScope("docs", "")
         docs = open_proc_window(sup, "docs", "", workspace.engine)
-        docs.resize(width, height)
+        resize(docs, width, height)
         await until(lambda: docs.property("procModel").count == 2, what="the docs procs")
         docs_output = docs.property("outputModel")
         await until(lambda: docs_output.lineCount >= 6, timeout=20, what="docs output")
@@ -101,6 +107,21 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         await move_mouse_away(docs)
         await settle(0.6)
         path, image = save_screenshot(docs, f"procwindow-session-{size}")
+        assert_not_blank(path.name, image)
+        docs.close()
+
+        # The whole webapp session (an Agent column), its server terminated: the
+        # longest status there is, "killed (ignored SIGTERM)", and every action.
+        server = next(p for p in procs if p.argv == tuple(job_argv("server")))
+        webapp = open_proc_window(sup, "webapp", "", workspace.engine)
+        resize(webapp, width, height)
+        await sup.term(server.id)
+        webapp_output = webapp.property("outputModel")
+        await click(webapp, await item(webapp, f"streamButton-{server.id}"))
+        await until(lambda: webapp_output.lineCount >= 3, timeout=20, what="server output")
+        await move_mouse_away(webapp)
+        await settle(0.6)
+        path, image = save_screenshot(webapp, f"procwindow-session-webapp-{size}")
         assert_not_blank(path.name, image)
 
     run(scenario(), timeout=90)

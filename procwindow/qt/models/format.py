@@ -5,12 +5,20 @@ Plain functions over core types; nothing here needs Qt.
 
 from __future__ import annotations
 
+import functools
 import signal
 import time
 
 from procwindow.core import ExitInfo, ExitReason, ProcState
 
-__all__ = ["STATUS_COLORS", "signal_name", "status_color", "status_text", "time_text"]
+__all__ = [
+    "STATUS_COLORS",
+    "signal_name",
+    "status_color",
+    "status_text",
+    "status_texts",
+    "time_text",
+]
 
 #: Status colours (any QML ``color`` string), by state or exit reason.
 STATUS_COLORS: dict[str, str] = {
@@ -53,6 +61,30 @@ def status_text(state: ProcState, exit: ExitInfo | None) -> str:
             return f"timed out ({detail})"
         case reason:
             return f"{reason.value} ({detail})"
+
+
+@functools.cache
+def status_texts() -> frozenset[str]:
+    """Every text :func:`status_text` can give: the Status column fits the widest.
+
+    Each state, and each exit reason with every exit code (0-255) and every
+    signal (1-64, named or not).
+
+    >>> {"running", "killed (ignored SIGTERM)", "failed (255)"} <= status_texts()
+    True
+    """
+    states = {status_text(state, None) for state in ProcState}
+    exits = [(code, None) for code in range(256)] + [
+        (128 + number, number) for number in range(1, 65)
+    ]
+    return frozenset(
+        states
+        | {
+            status_text(ProcState.EXITED, ExitInfo(code, number, reason, 0.0))
+            for reason in ExitReason
+            for code, number in exits
+        }
+    )
 
 
 def status_color(state: ProcState, exit: ExitInfo | None) -> str:

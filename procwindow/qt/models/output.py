@@ -6,6 +6,8 @@ this module reads the supervisor on a frame timer and tells views what changed.
 
 from __future__ import annotations
 
+import os
+
 from PySide6.QtCore import (
     QAbstractListModel,
     QByteArray,
@@ -19,7 +21,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, Proc, ProcNotFound, Stream, Supervisor
+from procwindow.core import Event, Proc, ProcNotFound, ProcwindowError, Stream, Supervisor
 from procwindow.core.rules import scope_pattern
 
 from .. import ansi
@@ -36,7 +38,14 @@ from ._lines import FilterError, LineBuffer, compile_filter
 from .format import time_text
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
 
-__all__ = ["DEFAULT_MAX_LINES", "FILTER_BUDGET", "FRAME_MS", "FRAME_READ_LIMIT", "OutputModel"]
+__all__ = [
+    "DEFAULT_MAX_LINES",
+    "FILTER_BUDGET",
+    "FRAME_MS",
+    "FRAME_READ_LIMIT",
+    "REBASE_ROWS",
+    "OutputModel",
+]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
@@ -52,6 +61,22 @@ FRAME_READ_LIMIT = 2_000
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
 #: the next frames.
 FILTER_BUDGET = 0.005
+#: Rows removed from the front between two resets, at most. A ListView keeps
+#: the rows it shows in place when older rows go, so its positions grow by a
+#: row's height for each row ever removed; the scene graph draws in float, and
+#: past 2**24 px rows drift apart (a flood shows it after ~3M lines, clumps by
+#: 10M). Past this many, trimming renumbers the rows in one reset instead (a
+#: rebase), and views start again from 0: their positions stay under
+#: ``maxLines + REBASE_ROWS`` rows (with the default cap, under 2**22 px at
+#: 18 px a row, where float is still exact to the quarter pixel).
+REBASE_ROWS = 100_000
+
+
+def _has_bytes(path: str) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
 
 
 @QmlElement
@@ -74,6 +99,17 @@ class OutputModel(QAbstractListModel):
     filter in effect. ``clear()`` empties the view, not the log: later lines
     still arrive. ``matchCount`` is the number of rows (``lineCount`` when no
     filter is set).
+
+    What is not held: ``earlierLines`` counts the proc's lines before the oldest
+    one held (dropped past ``maxLines``, skipped to catch up, or cleared), which
+    the log files keep (:meth:`logFiles`).
+
+    Rebasing: once ``REBASE_ROWS`` rows have been removed from the front since
+    the last reset, the next trim is a reset instead, announced by
+    ``rebasing(rows)`` (the oldest ``rows`` rows go, the others keep their order
+    and move up by ``rows``) and followed by ``rebased(rows)``. It keeps a view's
+    positions bounded however long a proc runs; a view that wants to stay on its
+    lines moves by ``rows`` rows once ``rebased`` comes.
 
     Roles: ``seq``, ``stream`` (``"stdout"``/``"stderr"``), ``isStderr``,
     ``time``, ``timeText`` (``HH:MM:SS.mmm``), ``text`` (ANSI stripped; also
@@ -100,6 +136,11 @@ class OutputModel(QAbstractListModel):
     filterErrorChanged = Signal()
     filteringChanged = Signal()
     darkBackgroundChanged = Signal()
+    earlierLinesChanged = Signal()
+    rebasing = Signal(int)
+    """A reset comes next that only drops the oldest ``rows`` rows (see Rebasing)."""
+    rebased = Signal(int)
+    """That reset is done (views have their new rows): the oldest ``rows`` rows went."""
 
     def __init__(
         self,
@@ -114,6 +155,7 @@ class OutputModel(QAbstractListModel):
         self._cursor = 0  # the supervisor seq read up to
         self._reading = False  # the proc may still produce lines
         self._backlog = False  # the last read hit FRAME_READ_LIMIT
+        self._removed = 0  # rows removed from the front since the last reset
         self._filter_text = ""
         self._filter_regex = False
         self._case_sensitive = False
@@ -141,6 +183,7 @@ class OutputModel(QAbstractListModel):
             return
         counts = self._counts()
         self.beginResetModel()
+        self._removed = 0
         self._lifeline.release(self._pump)
         self._pump = None
         self._proc_id = proc_id
@@ -197,6 +240,11 @@ class OutputModel(QAbstractListModel):
     def _get_filtering(self) -> bool:
         return self._buf.filtering
 
+    def _get_earlier_lines(self) -> int:
+        lines = self._buf.lines
+        # seq counts every line of the proc from 1, across both streams.
+        return lines[0][0] - 1 if lines else self._cursor
+
     def _refilter(self) -> None:
         """Apply the filter properties: one reset, then the scan goes on frame by frame."""
         try:
@@ -207,6 +255,7 @@ class OutputModel(QAbstractListModel):
         set_stored(self, "_filter_error", "", OutputModel.filterErrorChanged)
         counts = self._counts()
         self.beginResetModel()
+        self._removed = 0
         self._buf.set_filter(matcher)
         self._buf.scan(FILTER_BUDGET)
         self.endResetModel()
@@ -242,6 +291,8 @@ class OutputModel(QAbstractListModel):
     """Why ``filterText`` is not a valid regular expression, else ""."""
     filtering = qt_property(bool, _get_filtering, notify=filteringChanged)
     """True while a filter scan is still catching up."""
+    earlierLines = qt_property(int, _get_earlier_lines, notify=earlierLinesChanged)
+    """Lines of the proc before the oldest one held: not shown here, in the log files."""
     darkBackground = stored_property(bool, "_dark", darkBackgroundChanged, on_change=_restyle)
     """Choose ANSI colours for a dark output pane (default: a light one)."""
 
@@ -285,6 +336,7 @@ class OutputModel(QAbstractListModel):
         """Empty the view (the supervisor keeps the log); new lines still arrive."""
         counts = self._counts()
         self.beginResetModel()
+        self._removed = 0
         self._buf.clear()
         self.endResetModel()
         self._emit_counts(*counts)
@@ -298,6 +350,17 @@ class OutputModel(QAbstractListModel):
     def copyAll(self) -> str:
         """The plain text (ANSI stripped) of every row, one per line."""
         return self._buf.copy_all()
+
+    @Slot(result=list)
+    def logFiles(self) -> list[str]:
+        """The proc's log files that hold something, stdout's first ([] for none or no proc)."""
+        if self._proc_id < 0:
+            return []
+        try:
+            paths = [self._sup.log_path(self._proc_id, stream) for stream in Stream]
+        except ProcwindowError:  # not known to this supervisor (any more)
+            return []
+        return [path for path in paths if _has_bytes(path)]
 
     @Slot(str)
     def copyToClipboard(self, text: str) -> None:
@@ -366,6 +429,15 @@ class OutputModel(QAbstractListModel):
         trim = self._buf.overflow()
         if trim is None:
             return
+        if trim.rows > 0 and self._removed + trim.rows > REBASE_ROWS:
+            self.rebasing.emit(trim.rows)
+            self.beginResetModel()
+            self._removed = 0
+            self._buf.drop_front(trim.lines)
+            self.endResetModel()
+            self.rebased.emit(trim.rows)
+            return
+        self._removed += trim.rows
         if trim.rows > 0:
             self.beginRemoveRows(ROOT, 0, trim.rows - 1)
         self._buf.drop_front(trim.lines)
@@ -380,10 +452,13 @@ class OutputModel(QAbstractListModel):
             self._buf.add_rows(new)
             self.endInsertRows()
 
-    def _counts(self) -> tuple[int, int, bool]:
-        return len(self._buf.lines), self._buf.row_count, self._buf.filtering
+    def _counts(self) -> tuple[int, int, bool, int]:
+        buf = self._buf
+        return len(buf.lines), buf.row_count, buf.filtering, self._get_earlier_lines()
 
-    def _emit_counts(self, lines: int, matches: int, filtering: bool) -> None:
+    def _emit_counts(self, lines: int, matches: int, filtering: bool, earlier: int) -> None:
+        if earlier != self._get_earlier_lines():
+            self.earlierLinesChanged.emit()
         if lines != len(self._buf.lines):
             self.lineCountChanged.emit()
         if matches != self._buf.row_count:

@@ -87,10 +87,13 @@ class _ProcRow:
     # these, so what a view reads always matches what it was told.
     state: ProcState
     exit: ExitInfo | None
+    # The id the row is ordered by: its own, or, for a restart shown in its
+    # predecessor's place, the predecessor's. Rows are sorted by it, descending.
+    order: int
 
     @classmethod
     def of(cls, proc: Proc) -> _ProcRow:
-        return cls(proc, proc.cmd, proc.state, proc.exit)
+        return cls(proc, proc.cmd, proc.state, proc.exit, proc.id)
 
     def catch_up(self) -> bool:
         """Take the proc's current state; True if it changed."""
@@ -101,13 +104,19 @@ class _ProcRow:
         return True
 
 
-def _neg_id(row: _ProcRow) -> int:
-    return -row.proc.id
+def _neg_order(row: _ProcRow) -> int:
+    return -row.order
 
 
 @QmlElement
 class ProcModel(QAbstractTableModel):
     """The processes of one scope, newest first: the ProcWindow's table.
+
+    **Order.** A new proc comes in at the top, except a restart told to
+    :meth:`keepPlace`: it takes the row of the proc it restarts, which moves one
+    row down (and so do the rows below it); the rows above stay where they are.
+    The row under the pointer after a click on Restart is the same command,
+    running again.
 
     ``agent == ""`` shows the whole session (every agent) and adds an Agent
     column after PID; ``session == ""`` shows nothing. Setting ``session`` or
@@ -159,6 +168,10 @@ class ProcModel(QAbstractTableModel):
         self._agent = agent
         self._columns: tuple[ProcColumn, ...] = ()
         self._rows: list[_ProcRow] = []
+        # Each proc id's row counted from the bottom (rowOf), rebuilt when None:
+        # rows inserted at the top leave it valid.
+        self._from_end: dict[int, int] | None = None
+        self._places: dict[int, int] = {}  # a restart's id -> the id whose place it takes
         self._running: set[int] = set()  # ids of rows not yet announced as exited
         self._visible: tuple[int, int] | None = None
         self._lifeline = Lifeline(self)
@@ -229,8 +242,9 @@ class ProcModel(QAbstractTableModel):
             # the two; events about rows already taken are applied idempotently.
             self._pump = self._lifeline.hold(EventPump(self._sup, pattern, self._on_events))
             procs = self._sup.procs(self._session, self._agent or None)
-            self._rows = [_ProcRow.of(p) for p in procs]
+            self._rows = self._arrange(procs)
             self._running = {row.proc.id for row in self._rows if row.exit is None}
+        self._from_end = None
         self._update_timer()
 
     def _detach(self) -> None:
@@ -346,14 +360,62 @@ class ProcModel(QAbstractTableModel):
     @Slot(int, result=int)
     def rowOf(self, procId: int) -> int:
         """The row of proc ``procId``, or -1."""
-        rows = self._rows
-        i = bisect.bisect_left(rows, -procId, key=_neg_id)
-        return i if i < len(rows) and rows[i].proc.id == procId else -1
+        from_end = self._from_end
+        if from_end is None:
+            last = len(self._rows) - 1
+            from_end = self._from_end = {r.proc.id: last - i for i, r in enumerate(self._rows)}
+        pos = from_end.get(procId)
+        return -1 if pos is None else len(self._rows) - 1 - pos
 
     @Slot(int, result=int)
     def procIdAt(self, row: int) -> int:
         """The proc id at ``row``, or -1."""
         return self._rows[row].proc.id if 0 <= row < len(self._rows) else -1
+
+    # -- order -------------------------------------------------------------------
+
+    @Slot(int, int)
+    def keepPlace(self, procId: int, predecessorId: int) -> None:
+        """Show proc ``procId`` (a restart of ``predecessorId``) in its predecessor's row.
+
+        The predecessor moves one row down. Works whether ``procId``'s row is
+        already shown (it moves there) or comes later (it is inserted there);
+        remembered while the model lives, so a scope shown again keeps it. Ids only
+        grow: a ``procId`` not newer than ``predecessorId`` is no restart of it.
+        """
+        if procId <= predecessorId or self._places.get(procId) == predecessorId:
+            return
+        self._places[procId] = predecessorId
+        row, target = self.rowOf(procId), self.rowOf(predecessorId)
+        if row < 0 or target < 0:
+            return
+        self._rows[row].order = self._rows[target].order
+        if row == target - 1:
+            return
+        # beginMoveRows takes the row to move before, in the rows as they are now.
+        self.beginMoveRows(ROOT, row, row, ROOT, target)
+        moved = self._rows.pop(row)
+        self._rows.insert(target - 1 if row < target else target, moved)
+        self._from_end = None
+        self.endMoveRows()
+
+    def _arrange(self, procs: list[Proc]) -> list[_ProcRow]:
+        """Rows for ``procs`` (newest first), each restart given to keepPlace in its
+        predecessor's row."""
+        rows = [_ProcRow.of(p) for p in procs]
+        if not self._places:
+            return rows
+        # In the order the restarts happened, as keepPlace would have moved them.
+        by_id = {r.proc.id: r for r in rows}
+        for proc_id in sorted(self._places.keys() & by_id.keys()):
+            predecessor = by_id.get(self._places[proc_id])
+            if predecessor is None:
+                continue
+            row = by_id[proc_id]
+            rows.remove(row)
+            rows.insert(rows.index(predecessor), row)
+            row.order = predecessor.order
+        return rows
 
     # -- runtime refresh ---------------------------------------------------------
 
@@ -459,16 +521,26 @@ class ProcModel(QAbstractTableModel):
             return
         rows = [_ProcRow.of(p) for p in sorted(new.values(), key=lambda p: -p.id)]
         self._running.update(r.proc.id for r in rows if r.exit is None)
-        if not self._rows or rows[-1].proc.id > self._rows[0].proc.id:
+        placed = any(self.rowOf(self._places.get(r.proc.id, -1)) >= 0 for r in rows)
+        if not placed and (not self._rows or rows[-1].order > self._rows[0].order):
             # The usual case: newer than every row, one insert at the top.
             self.beginInsertRows(ROOT, 0, len(rows) - 1)
             self._rows[0:0] = rows
+            if self._from_end is not None:
+                count = len(self._rows) - len(rows)
+                for i, r in enumerate(reversed(rows)):
+                    self._from_end[r.proc.id] = count + i
             self.endInsertRows()
             return
-        for r in rows:
-            at = bisect.bisect_left(self._rows, -r.proc.id, key=_neg_id)
+        for r in reversed(rows):  # oldest first: a restart's predecessor comes before it
+            at = self.rowOf(self._places.get(r.proc.id, -1))
+            if at >= 0:
+                r.order = self._rows[at].order
+            else:
+                at = bisect.bisect_left(self._rows, -r.order, key=_neg_order)
             self.beginInsertRows(ROOT, at, at)
             self._rows.insert(at, r)
+            self._from_end = None
             self.endInsertRows()
 
     def _refresh(self, proc_ids: set[int]) -> None:
@@ -489,6 +561,7 @@ class ProcModel(QAbstractTableModel):
             for r in self._rows[first : last + 1]:
                 self._running.discard(r.proc.id)
             del self._rows[first : last + 1]
+            self._from_end = None
             self.endRemoveRows()
 
     def _resync(self) -> None:
@@ -496,7 +569,8 @@ class ProcModel(QAbstractTableModel):
         count = len(self._rows)
         self.beginResetModel()
         procs = self._sup.procs(self._session, self._agent or None)
-        self._rows = [_ProcRow.of(p) for p in procs]
+        self._rows = self._arrange(procs)
+        self._from_end = None
         self._running = {r.proc.id for r in self._rows if r.exit is None}
         self.endResetModel()
         if len(self._rows) != count:

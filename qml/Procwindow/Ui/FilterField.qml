@@ -15,10 +15,14 @@ TextField {
     property string shortcutText: "Ctrl+F"
     readonly property bool invalid: outputModel.filterError.length > 0
     readonly property string toolTipText: qsTr("Filter lines") + "  ·  " + shortcutText + qsTr(", Esc clears")
+    // Over a toggle, its own tooltip shows (the attached ToolTip is one shared popup).
+    readonly property bool toggleHovered: regexToggle.hovered || caseToggle.hovered
 
     implicitHeight: Theme.buttonSize
     leftPadding: 26
-    rightPadding: toggles.width + 8
+    // The text scrolls, clipped, in the space left of the count and the toggles.
+    rightPadding: toggles.width + 6
+    clip: true
     verticalAlignment: TextInput.AlignVCenter
     placeholderText: qsTr("Filter")
     placeholderTextColor: Theme.textFaint
@@ -33,7 +37,7 @@ TextField {
     text: outputModel.filterText
     onTextEdited: outputModel.filterText = text
 
-    ToolTip.visible: hovered && !activeFocus || (invalid && activeFocus)
+    ToolTip.visible: hovered && !activeFocus && !toggleHovered || (invalid && activeFocus)
     ToolTip.delay: invalid ? 0 : 600
     ToolTip.text: invalid ? outputModel.filterError : toolTipText
 
@@ -65,23 +69,35 @@ TextField {
         anchors.verticalCenter: parent.verticalCenter
         spacing: 2
 
+        // A rule between the text and its count: the two never read as one.
+        Rectangle {
+            anchors.verticalCenter: parent.verticalCenter
+            visible: matchCount.visible
+            width: 1
+            height: 14
+            color: Theme.borderStrong
+        }
         Text {
+            id: matchCount
             objectName: "matchCountText"
             anchors.verticalCenter: parent.verticalCenter
             visible: field.text.length > 0
+            leftPadding: 4
             rightPadding: 4
             text: field.matchText
             color: field.invalid ? Theme.danger : field.outputModel.matchCount > 0 ? Theme.textDim : Theme.warning
             font.pixelSize: Theme.smallFontSize
         }
         ToggleChip {
+            id: regexToggle
             objectName: "regexToggle"
             label: ".*"
-            tip: qsTr("Regular expression")
+            tip: qsTr("Regular expression (Python re syntax)")
             checked: field.outputModel.filterRegex
             onToggled: field.outputModel.filterRegex = checked
         }
         ToggleChip {
+            id: caseToggle
             objectName: "caseToggle"
             label: "Aa"
             tip: qsTr("Match case")

@@ -26,6 +26,8 @@ ToolButton {
     focusPolicy: Qt.NoFocus
     hoverEnabled: true
     text: tip
+    // Disabled, it fades: an action that does not apply here does not look clickable.
+    opacity: enabled ? 1.0 : 0.35
 
     icon.source: iconName.length > 0 ? Theme.icon(iconName) : ""
     icon.width: Theme.iconSize

@@ -16,17 +16,14 @@ ThemedWindow {
 
     width: 1100
     height: 680
-    minimumWidth: 720
+    // The session tree at its narrowest beside every column of the overview.
+    minimumWidth: Math.max(720, sessionsPane.SplitView.minimumWidth + 1 + overview.minimumWidth)
     minimumHeight: 420
     visible: true
     title: "procwindow"
 
     onClosing: root.viewModel.quit()
 
-    Connections {
-        target: root.viewModel
-        function onRunDialogRequested() { runDialog.open() }
-    }
     Connections {
         target: root.viewModel.treeSelection
         function onScopeShown(index) { tree.view.expandToIndex(index); tree.view.positionViewAtIndex(index, TableView.Contain) }
@@ -112,6 +109,7 @@ ThemedWindow {
 
         // -- sessions --------------------------------------------------------------------
         ColumnLayout {
+            id: sessionsPane
             SplitView.preferredWidth: 250
             SplitView.minimumWidth: 180
             spacing: 0
@@ -148,6 +146,8 @@ ThemedWindow {
         // -- the selected scope ------------------------------------------------------------
         ColumnLayout {
             SplitView.fillWidth: true
+            // Narrower, the overview would lose columns: the session tree gives way.
+            SplitView.minimumWidth: overview.minimumWidth
             spacing: 0
 
             Rectangle {
@@ -269,11 +269,9 @@ ThemedWindow {
         }
     }
 
+    // Opens on root.viewModel.requestRun(session, agent).
     RunDialog {
-        id: runDialog
         parent: Overlay.overlay
-        session: root.viewModel.runSession
-        agent: root.viewModel.runAgent
-        onRunRequested: (session, agent, commandLine, cwd) => root.viewModel.controller.run(session, agent, commandLine, cwd)
+        form: root.viewModel.runForm
     }
 }

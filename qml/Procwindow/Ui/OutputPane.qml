@@ -22,6 +22,8 @@ FocusScope {
     property string liveShortcut: "End"
 
     readonly property bool following: viewModel.following
+    // The filter field has the keyboard (Esc there may hand it back to the table).
+    readonly property bool filterFocused: filterField.activeFocus
     readonly property int lineCount: view.count
     // Read once here, not by every line: a line is made in a few microseconds.
     readonly property int selectionStart: viewModel.selectionStart
@@ -33,11 +35,16 @@ FocusScope {
 
     Connections {
         target: pane.outputModel
-        function onModelReset() { view.maxLineWidth = 0; pane.viewModel.outputReset() }
+        // A rebase drops the oldest rows in a reset: the model says where the view was first.
+        function onRebasing(rows: int) { pane.viewModel.outputRebasing(rows, view.contentY - view.originY, Theme.lineHeight) }
+        function onModelReset() { pane.viewModel.outputReset() }
+        function onRebased() { pane.viewModel.outputRebased() }
     }
     Connections {
         target: pane.viewModel
         function onPositionAtEnd() { view.positionViewAtEnd() }
+        function onPositionAt(y: real) { view.contentY = view.originY + y }
+        function onLinesReplaced() { view.maxLineWidth = 0 }
     }
 
     // Paging and Home, while the lines have the keyboard.
@@ -125,6 +132,74 @@ FocusScope {
                     tip: qsTr("Clear the view (the log is kept)")
                     enabled: view.count > 0
                     onClicked: pane.outputModel.clear()
+                }
+            }
+            Rectangle {
+                anchors.bottom: parent.bottom
+                width: parent.width
+                height: 1
+                color: Theme.border
+            }
+        }
+
+        // -- what the pane no longer holds, and the log that keeps it --------------------
+        Rectangle {
+            objectName: "earlierNotice"
+            visible: pane.viewModel.earlierText.length > 0
+            Layout.fillWidth: true
+            Layout.preferredHeight: Theme.buttonSize + 4
+            color: Theme.surface
+
+            RowLayout {
+                anchors.fill: parent
+                anchors.leftMargin: Theme.spacing + 4
+                anchors.rightMargin: Theme.spacing
+                spacing: Theme.smallSpacing
+
+                Text {
+                    objectName: "earlierText"
+                    text: pane.viewModel.earlierText
+                    color: Theme.textDim
+                    font.pixelSize: Theme.smallFontSize + 1
+                    elide: Text.ElideRight
+                    // The words first: the path gives way before they do.
+                    Layout.preferredWidth: implicitWidth
+                    Layout.minimumWidth: Math.min(implicitWidth, 160)
+                }
+                Text {
+                    id: logText
+                    objectName: "logText"
+                    text: pane.viewModel.logText
+                    color: Theme.text
+                    font.family: Theme.monoFamily
+                    font.pixelSize: Theme.smallFontSize
+                    // A long path loses its middle; hovering shows all of it.
+                    elide: Text.ElideMiddle
+                    Layout.fillWidth: true
+                    Layout.preferredWidth: Math.min(implicitWidth, 120)
+                    Layout.minimumWidth: Math.min(implicitWidth, 60)
+                    HoverHandler { id: logHover }
+                    ToolTip.visible: logHover.hovered && logText.truncated
+                    ToolTip.delay: 600
+                    ToolTip.text: logText.text
+                }
+                ToolbarButton {
+                    objectName: "openLogButton"
+                    visible: pane.viewModel.logPath.length > 0
+                    implicitHeight: Theme.buttonSize
+                    text: qsTr("Open log")
+                    tip: qsTr("Open the full log with its application: ") + pane.viewModel.logPath
+                    font.pixelSize: Theme.smallFontSize + 1
+                    onClicked: pane.viewModel.openLog()
+                }
+                ToolbarButton {
+                    objectName: "copyLogPathButton"
+                    visible: pane.viewModel.logPath.length > 0
+                    implicitHeight: Theme.buttonSize
+                    text: qsTr("Copy path")
+                    tip: qsTr("Copy the path of the log")
+                    font.pixelSize: Theme.smallFontSize + 1
+                    onClicked: pane.viewModel.copyLogPath()
                 }
             }
             Rectangle {
@@ -309,7 +384,8 @@ FocusScope {
                 Item { Layout.fillWidth: true }
                 Text {
                     objectName: "followState"
-                    text: pane.viewModel.following ? qsTr("● following") : qsTr("paused · End to follow")
+                    visible: text.length > 0
+                    text: pane.viewModel.followText
                     color: pane.viewModel.following ? Theme.success : Theme.warning
                     font.pixelSize: Theme.smallFontSize
                 }

@@ -22,8 +22,12 @@ FocusScope {
     property string streamShortcut: "Enter"
     property string termShortcut: "Ctrl+T"
     property string killShortcut: "Ctrl+K"
+    property string restartShortcut: "Ctrl+R"
     property string dismissShortcut: "Del"
     readonly property alias view: view
+    // The narrowest the table shows every column in (room for the scroll bar included):
+    // the page keeps its window, or its pane, at least this wide.
+    readonly property real minimumWidth: style.minimumWidth + verticalBar.implicitWidth
 
     signal selected(int procId)
     signal streamRequested(int procId)
@@ -32,11 +36,22 @@ FocusScope {
     signal dismissRequested(int procId)
     signal restartRequested(int procId)
 
+    // A status text: where it starts in its cell, and its font (the Status column
+    // is as wide as the widest status in this font).
+    readonly property int statusIndent: 15
+    readonly property font statusFont: Qt.font({ family: Theme.uiFamily, pixelSize: Theme.fontSize })
+
     ProcTableStyle {
         id: style
         columnNames: table.procModel.columnNames
-        viewWidth: view.width
-        actionsWidth: table.showActions ? 5 * Theme.buttonSize + 4 * 2 + 2 * Theme.spacing : 0
+        // While the rows overflow, the scroll bar covers the right edge (when it shows):
+        // the columns stay left of it. (Rows are all one height: their count says it
+        // without waiting for the layout, which these widths feed.)
+        viewWidth: view.width - (table.procModel.count * Theme.rowHeight > view.height ? verticalBar.width : 0)
+        actionsWidth: table.showActions ? 5 * Theme.buttonSize + 4 * 2 + Theme.spacing * 2 + 4 : 0
+        statusFontFamily: table.statusFont.family
+        statusFontSize: table.statusFont.pixelSize
+        statusPadding: table.statusIndent + Theme.spacing * 2 + 4
         onColumnWidthsChanged: view.forceLayout()
     }
 
@@ -95,9 +110,11 @@ FocusScope {
 
         required property int row
         required property int procId
+        required property string columnName
         default property alias content: inner.data
         readonly property bool isStreaming: procId === table.streamingProcId
 
+        objectName: columnName + "Cell-" + procId
         implicitHeight: Theme.rowHeight
         color: procId === table.currentProcId ? (table.activeFocus || Window.active ? Theme.selection : Theme.selectionInactive)
              : view.hoveredRow === row ? Theme.hover
@@ -167,7 +184,14 @@ FocusScope {
         onTopRowChanged: Qt.callLater(reportVisibleRows)
         onBottomRowChanged: Qt.callLater(reportVisibleRows)
 
-        ScrollBar.vertical: ScrollBar { policy: ScrollBar.AsNeeded }
+        ScrollBar.vertical: ScrollBar {
+            id: verticalBar
+            objectName: "procTableScrollBar"
+            policy: ScrollBar.AsNeeded
+        }
+        // Only narrower than its minimumWidth (a host's layout can do that) does the
+        // table scroll sideways; the columns never hide behind the edge unreachable.
+        ScrollBar.horizontal: ScrollBar { policy: ScrollBar.AsNeeded }
 
         delegate: DelegateChooser {
             role: "columnName"
@@ -205,6 +229,13 @@ FocusScope {
                     id: toolCell
                     required property string tool
                     required property string command
+                    // The whole command, which the cell elides (read by tests).
+                    readonly property string toolTipText: command
+
+                    HoverHandler { id: toolHover }
+                    ToolTip.visible: toolHover.hovered && toolCell.command.length > 0
+                    ToolTip.delay: 500
+                    ToolTip.text: toolCell.toolTipText
 
                     Row {
                         anchors.fill: parent
@@ -257,12 +288,12 @@ FocusScope {
                         }
                         Text {
                             objectName: "statusText-" + statusCell.procId
-                            x: 15
+                            x: table.statusIndent
                             width: parent.width - x
                             height: parent.height
                             text: statusCell.statusText
                             color: statusCell.tint
-                            font.pixelSize: Theme.fontSize
+                            font: table.statusFont
                             verticalAlignment: Text.AlignVCenter
                             elide: Text.ElideRight
                         }
@@ -310,7 +341,8 @@ FocusScope {
                         IconButton {
                             objectName: "restartButton-" + actionsCell.procId
                             iconName: "restart"
-                            tip: qsTr("Restart")
+                            tip: qsTr("Restart: run the command again, in this row")
+                            shortcutText: table.restartShortcut
                             enabled: actionsCell.canRestart
                             onClicked: table.restartRequested(actionsCell.procId)
                         }

@@ -23,7 +23,8 @@ ThemedWindow {
 
     width: 1040
     height: 680
-    minimumWidth: 720
+    // Every column of the table fits (a session's table has an Agent column too).
+    minimumWidth: Math.max(720, table.minimumWidth)
     minimumHeight: 420
     title: viewModel.procModel.title
 
@@ -35,6 +36,7 @@ ThemedWindow {
         target: root.viewModel
         function onRevealRow(row: int) { table.view.positionViewAtRow(row, TableView.Contain) }
         function onLiveRequested() { output.jumpToLive() }
+        function onLeaveFilter() { table.forceActiveFocus() }
     }
 
     // -- keyboard ----------------------------------------------------------------------
@@ -45,12 +47,14 @@ ThemedWindow {
     Shortcut { sequence: "Delete"; onActivated: root.viewModel.dismissCurrent() }
     Shortcut { sequence: "Ctrl+T"; onActivated: root.viewModel.termCurrent() }
     Shortcut { sequence: "Ctrl+K"; onActivated: root.viewModel.killCurrent() }
+    Shortcut { sequence: "Ctrl+R"; onActivated: root.viewModel.restartCurrent() }
     Shortcut { sequence: "Ctrl+P"; enabled: root.viewModel.canFollow; onActivated: root.viewModel.pinned = !root.viewModel.pinned }
     Shortcut { sequence: "Ctrl+F"; onActivated: output.focusFilter() }
-    Shortcut { sequence: "Esc"; onActivated: root.viewModel.clearFilterAndSelection() }
+    Shortcut { sequence: "Esc"; onActivated: root.viewModel.escape(output.filterFocused) }
     Shortcut { sequence: "Ctrl+C"; onActivated: root.viewModel.copySelection() }
     Shortcut { sequence: "Ctrl+Shift+C"; onActivated: root.viewModel.copyAll() }
     Shortcut { sequence: "End"; onActivated: output.jumpToLive() }
+    Shortcut { sequence: "Ctrl+N"; onActivated: root.viewModel.requestRun() }
 
     // -- layout ------------------------------------------------------------------------
 
@@ -86,6 +90,14 @@ ThemedWindow {
                 font.pixelSize: Theme.fontSize + 1
                 elide: Text.ElideRight
                 Layout.fillWidth: true
+            }
+            ToolbarButton {
+                objectName: "runButton"
+                text: qsTr("Run…")
+                iconName: "run"
+                tip: qsTr("Run a command in this window's scope")
+                shortcutText: "Ctrl+N"
+                onClicked: root.viewModel.requestRun()
             }
             Text {
                 objectName: "pinStateText"
@@ -166,12 +178,12 @@ ThemedWindow {
             SplitView.preferredHeight: Math.max(150, root.height * 0.36)
             SplitView.minimumHeight: 96
 
-            onSelected: procId => root.viewModel.currentProcId = procId
+            onSelected: procId => root.viewModel.select(procId)
             onStreamRequested: procId => root.viewModel.stream(procId)
             onTermRequested: procId => root.viewModel.term(procId)
             onKillRequested: procId => root.viewModel.kill(procId)
             onDismissRequested: procId => root.viewModel.controller.dismiss(procId)
-            onRestartRequested: procId => root.viewModel.controller.restart(procId)
+            onRestartRequested: procId => root.viewModel.restart(procId)
         }
 
         OutputPane {
@@ -181,5 +193,11 @@ ThemedWindow {
             SplitView.fillHeight: true
             SplitView.minimumHeight: 140
         }
+    }
+
+    // Opens on root.viewModel.requestRun(), on the window's scope.
+    RunDialog {
+        parent: Overlay.overlay
+        form: root.viewModel.runForm
     }
 }

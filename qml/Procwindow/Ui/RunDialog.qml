@@ -3,34 +3,98 @@ pragma ComponentBehavior: Bound
 import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
+import Procwindow
 
-// Run… : start a command in a scope. The command line is split by Python (shlex),
-// not here; the dialog only collects the fields.
+// Run… : start a command in a scope. The dialog collects the fields; its RunForm
+// checks them and starts the command. A failure keeps the dialog open, the fields
+// as typed, with the error under the field at fault; the dialog closes once the
+// command has started. The form opens it (form.open(session, agent)).
 Dialog {
     id: dialog
 
-    // The scope the fields start from each time the dialog opens.
-    property string session
-    property string agent
+    required property RunForm form
 
-    // Emitted on OK with the fields as typed.
-    signal runRequested(string session, string agent, string commandLine, string cwd)
+    function submit() { dialog.form.submit(sessionField.text, agentField.text, commandField.text, cwdField.text) }
 
     objectName: "runDialog"
     title: qsTr("Run a command")
     modal: true
     focus: true
+    // While the command starts, the dialog waits for the answer.
+    closePolicy: dialog.form.busy ? Popup.NoAutoClose : Popup.CloseOnEscape | Popup.CloseOnPressOutside
     width: Math.min(560, parent ? parent.width - 40 : 560)
     anchors.centerIn: parent
     padding: 16
     topPadding: 12
 
-    readonly property bool acceptable: commandField.text.trim().length > 0
-                                       && sessionField.text.trim().length > 0
-                                       && agentField.text.trim().length > 0
+    onAboutToShow: { sessionField.text = dialog.form.session; agentField.text = dialog.form.agent }
 
-    onAccepted: runRequested(sessionField.text.trim(), agentField.text.trim(), commandField.text, cwdField.text.trim())
-    onAboutToShow: { sessionField.text = dialog.session; agentField.text = dialog.agent }
+    Connections {
+        target: dialog.form
+        function onOpenRequested() { dialog.open() }
+        function onSucceeded() { dialog.close() }
+    }
+
+    // A text field that shows whether its value is at fault.
+    component FormField: TextField {
+        id: field
+        property bool faulty
+        Layout.fillWidth: true
+        selectByMouse: true
+        color: Theme.text
+        placeholderTextColor: Theme.textFaint
+        selectionColor: Theme.selection
+        selectedTextColor: Theme.text
+        leftPadding: 8
+        rightPadding: 8
+        background: Rectangle {
+            implicitHeight: 30
+            radius: Theme.radius
+            color: Theme.input
+            border.color: field.faulty ? Theme.danger : field.activeFocus ? Theme.focusRing : Theme.borderStrong
+        }
+    }
+    // The one-line error under a field; it takes no room while there is none.
+    component FieldError: Label {
+        Layout.fillWidth: true
+        visible: text.length > 0
+        color: Theme.danger
+        font.pixelSize: Theme.smallFontSize + 1
+        wrapMode: Text.Wrap
+    }
+    // A field's name, level with its field (an error may grow the cell below it).
+    component FieldLabel: Label {
+        Layout.alignment: Qt.AlignTop
+        Layout.preferredHeight: 30
+        verticalAlignment: Text.AlignVCenter
+        color: Theme.textDim
+    }
+    // OK is the primary button (filled); disabled, either one is plainly greyed out.
+    component DialogButton: Button {
+        id: button
+        property bool primary
+        implicitHeight: Theme.buttonSize + 4
+        leftPadding: 18
+        rightPadding: 18
+        hoverEnabled: true
+        contentItem: Text {
+            text: button.text
+            font: button.font
+            color: !button.enabled ? Theme.textFaint : button.primary ? Theme.textOnAccent : Theme.text
+            horizontalAlignment: Text.AlignHCenter
+            verticalAlignment: Text.AlignVCenter
+        }
+        background: Rectangle {
+            implicitWidth: 84
+            radius: Theme.radius
+            color: !button.enabled ? Theme.surface
+                 : button.primary ? (button.down ? Qt.darker(Theme.accent, 1.25) : button.hovered ? Qt.lighter(Theme.accent, 1.12) : Theme.accent)
+                 : button.down ? Theme.pressed : button.hovered ? Theme.hover : Theme.raised
+            border.color: button.visualFocus ? Theme.focusRing
+                        : !button.enabled ? Theme.border
+                        : button.primary ? Theme.accent : Theme.borderStrong
+        }
+    }
 
     background: Rectangle {
         color: Theme.raised
@@ -40,25 +104,6 @@ Dialog {
     Overlay.modal: Rectangle {
         color: "#80000000"
     }
-    footer: DialogButtonBox {
-        alignment: Qt.AlignRight
-        padding: 12
-        topPadding: 4
-        spacing: Theme.spacing
-        background: Item {}
-
-        Button {
-            objectName: "runOkButton"
-            text: qsTr("OK")
-            enabled: dialog.acceptable
-            DialogButtonBox.buttonRole: DialogButtonBox.AcceptRole
-        }
-        Button {
-            objectName: "runCancelButton"
-            text: qsTr("Cancel")
-            DialogButtonBox.buttonRole: DialogButtonBox.RejectRole
-        }
-    }
     header: Label {
         text: dialog.title
         padding: 16
@@ -67,52 +112,118 @@ Dialog {
         font.pixelSize: Theme.fontSize + 2
         font.weight: Font.DemiBold
     }
+    footer: Item {
+        implicitHeight: buttons.implicitHeight + 16
+
+        RowLayout {
+            id: buttons
+            anchors.right: parent.right
+            anchors.top: parent.top
+            anchors.rightMargin: 16
+            spacing: Theme.spacing
+
+            DialogButton {
+                objectName: "runOkButton"
+                text: qsTr("OK")
+                primary: true
+                enabled: !dialog.form.busy
+                onClicked: dialog.submit()
+            }
+            DialogButton {
+                objectName: "runCancelButton"
+                text: qsTr("Cancel")
+                enabled: !dialog.form.busy
+                onClicked: dialog.reject()
+            }
+        }
+    }
 
     contentItem: GridLayout {
         columns: 2
         columnSpacing: 12
         rowSpacing: 10
 
-        Label { text: qsTr("Command"); color: Theme.textDim }
-        TextField {
-            id: commandField
-            objectName: "runCommandField"
+        FieldLabel { text: qsTr("Command") }
+        ColumnLayout {
             Layout.fillWidth: true
-            placeholderText: qsTr("e.g. make test   (no shell: use sh -c '…' for pipes)")
-            font.family: Theme.monoFamily
-            font.pixelSize: Theme.monoFontSize + 1
-            selectByMouse: true
-            onAccepted: if (dialog.acceptable) dialog.accept()
-            // Each opening starts here, the last command selected, ready to be typed over.
-            Connections {
-                target: dialog
-                function onAboutToShow() { commandField.forceActiveFocus(); commandField.selectAll() }
+            spacing: 3
+            FormField {
+                id: commandField
+                objectName: "runCommandField"
+                faulty: dialog.form.commandError.length > 0
+                placeholderText: qsTr("e.g. make test   (no shell: use sh -c '…' for pipes)")
+                font.family: Theme.monoFamily
+                font.pixelSize: Theme.monoFontSize + 1
+                onTextEdited: dialog.form.edited("command")
+                onAccepted: dialog.submit()
+                // Each opening starts here, the last command selected, ready to be typed over.
+                Connections {
+                    target: dialog
+                    function onAboutToShow() { commandField.forceActiveFocus(); commandField.selectAll() }
+                }
+            }
+            FieldError {
+                objectName: "runCommandError"
+                text: dialog.form.commandError
             }
         }
-        Label { text: qsTr("Session"); color: Theme.textDim }
-        TextField {
-            id: sessionField
-            objectName: "runSessionField"
+
+        FieldLabel { text: qsTr("Session") }
+        ColumnLayout {
             Layout.fillWidth: true
-            selectByMouse: true
-            onAccepted: if (dialog.acceptable) dialog.accept()
+            spacing: 3
+            FormField {
+                id: sessionField
+                objectName: "runSessionField"
+                faulty: dialog.form.sessionError.length > 0
+                onTextEdited: dialog.form.edited("session")
+                onAccepted: dialog.submit()
+            }
+            FieldError {
+                objectName: "runSessionError"
+                text: dialog.form.sessionError
+            }
         }
-        Label { text: qsTr("Agent"); color: Theme.textDim }
-        TextField {
-            id: agentField
-            objectName: "runAgentField"
+
+        FieldLabel { text: qsTr("Agent") }
+        ColumnLayout {
             Layout.fillWidth: true
-            selectByMouse: true
-            onAccepted: if (dialog.acceptable) dialog.accept()
+            spacing: 3
+            FormField {
+                id: agentField
+                objectName: "runAgentField"
+                faulty: dialog.form.agentError.length > 0
+                onTextEdited: dialog.form.edited("agent")
+                onAccepted: dialog.submit()
+            }
+            FieldError {
+                objectName: "runAgentError"
+                text: dialog.form.agentError
+            }
         }
-        Label { text: qsTr("Directory"); color: Theme.textDim }
-        TextField {
-            id: cwdField
-            objectName: "runCwdField"
+
+        FieldLabel { text: qsTr("Directory") }
+        ColumnLayout {
             Layout.fillWidth: true
-            placeholderText: qsTr("current directory")
-            selectByMouse: true
-            onAccepted: if (dialog.acceptable) dialog.accept()
+            spacing: 3
+            FormField {
+                id: cwdField
+                objectName: "runCwdField"
+                faulty: dialog.form.cwdError.length > 0
+                placeholderText: dialog.form.cwdPlaceholder
+                onTextEdited: dialog.form.edited("cwd")
+                onAccepted: dialog.submit()
+            }
+            FieldError {
+                objectName: "runCwdError"
+                text: dialog.form.cwdError
+            }
+        }
+
+        FieldError {
+            objectName: "runGeneralError"
+            Layout.columnSpan: 2
+            text: dialog.form.generalError
         }
     }
 }

@@ -1,0 +1,262 @@
+"""The output pane without a window: the OutputModel's rebases and what it no
+longer holds, and the ProcWindowModel's decisions about them (texts, Esc, the
+log, where the view goes), over a real supervisor and real children."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from PySide6.QtCore import QUrl
+from PySide6.QtGui import QGuiApplication
+from pytestqt.modeltest import ModelTester
+
+from procwindow.core import Stream, Supervisor
+from procwindow.qt import (
+    OutputModel,
+    OutputRole,
+    ProcController,
+    ProcModel,
+    ProcWindowModel,
+    StatsSampler,
+    viewmodel,
+)
+from procwindow.qt.models import output
+from tests.core.helpers import py, until
+
+from .conftest import QRun
+
+pytestmark = pytest.mark.qt_log_level_fail("WARNING")
+
+# 1,000 numbered lines in bursts of 50, then a pause: the pane trims as it follows.
+BURSTS = py(
+    """
+    import time
+    for i in range(1000):
+        print("line", i, flush=True)
+        if i % 50 == 49:
+            time.sleep(0.06)
+    time.sleep(30)
+    """
+)
+
+
+def texts(model: OutputModel) -> list[str]:
+    return [model.data(model.index(r), OutputRole.TEXT) for r in range(model.rowCount())]
+
+
+class Pane:
+    """A ProcWindow's models and view-model, as open_proc_window makes them."""
+
+    def __init__(self, sup: Supervisor, session: str, agent: str) -> None:
+        self.procs = ProcModel(sup, session, agent)
+        self.output = OutputModel(sup)
+        self.stats = StatsSampler(sup)
+        self.model = ProcWindowModel(self.procs, self.output, self.stats, ProcController(sup))
+        self.model.settleSelection()
+
+    def close(self) -> None:
+        self.model.close()
+        self.procs.close()
+        self.output.close()
+        self.stats.procId = -1
+
+
+@pytest.fixture
+def panes() -> Iterator[list[Pane]]:
+    made: list[Pane] = []
+    yield made
+    for pane in made:
+        pane.close()
+
+
+def test_rebases_keep_the_rows_removed_between_resets_bounded(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(output, "REBASE_ROWS", 120)
+    model = OutputModel(sup)
+    model.maxLines = 100
+    qtmodeltester.check(model)
+    events: list[tuple[str, int]] = []
+    model.rowsRemoved.connect(lambda _p, first, last: events.append(("removed", last - first + 1)))
+    model.rowsInserted.connect(
+        lambda _p, first, last: events.append(("inserted", last - first + 1))
+    )
+    model.rebasing.connect(lambda rows: events.append(("rebasing", rows)))
+    model.modelAboutToBeReset.connect(lambda: events.append(("reset", 0)))
+    model.rebased.connect(lambda rows: events.append(("rebased", rows)))
+
+    async def scenario() -> None:
+        p = await sup.spawn(BURSTS, session="s", agent="a")
+        model.procId = p.id
+        await until(lambda: model.rowCount() and texts(model)[-1] == "line 999", what="all read")
+
+    events.clear()  # the reset of procId
+    qrun(scenario())
+    assert texts(model) == [f"line {i}" for i in range(900, 1000)]
+    # Every row that went is counted once: removed rows, or rebased ones. (The
+    # model skips what falls behind by more than maxLines: not every line was a row.)
+    gone = sum(n for kind, n in events if kind in ("removed", "rebased"))
+    assert gone == sum(n for kind, n in events if kind == "inserted") - 100
+    rebases = [i for i, (kind, _) in enumerate(events) if kind == "rebasing"]
+    assert len(rebases) >= 2
+    for i in rebases:  # announced, reset, done, for the same rows
+        assert events[i + 1] == ("reset", 0) and events[i + 2] == ("rebased", events[i][1])
+    # Between two resets, at most REBASE_ROWS rows are removed from the front.
+    since_reset = 0
+    for kind, n in events:
+        since_reset = 0 if kind == "reset" else since_reset + (n if kind == "removed" else 0)
+        assert since_reset <= 120
+    assert model.earlierLines == 900
+
+
+def test_earlier_lines_and_the_logs(sup: Supervisor, qrun: QRun) -> None:
+    p = qrun(
+        sup.spawn(
+            py(
+                """
+                import sys
+                for i in range(500):
+                    print("out", i)
+                print("an error", file=sys.stderr)
+                """
+            ),
+            session="s",
+            agent="a",
+        )
+    )
+    qrun(sup.wait(p.id))
+    qrun(until(lambda: sup.read(p.id, since=sup.get(p.id).last_seq).eof, what="all read"))
+    model = OutputModel(sup)
+    assert (model.earlierLines, model.logFiles()) == (0, [])
+    model.maxLines = 100
+    model.procId = p.id
+    assert (model.lineCount, model.earlierLines) == (100, 401)
+    logs = [sup.log_path(p.id, stream) for stream in (Stream.STDOUT, Stream.STDERR)]
+    assert model.logFiles() == logs
+    # Cleared lines are earlier lines too (the log keeps them).
+    model.clear()
+    assert (model.lineCount, model.earlierLines) == (0, 501)
+    model.procId = -1
+    assert (model.earlierLines, model.logFiles()) == (0, [])
+
+
+def test_the_pane_names_what_it_no_longer_holds(
+    sup: Supervisor, qrun: QRun, panes: list[Pane], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    p = qrun(sup.spawn(["seq", "1", "2500"], session="s", agent="a"))
+    qrun(sup.wait(p.id))
+    log = sup.log_path(p.id, Stream.STDOUT)
+    pane = Pane(sup, "s", "a")
+    panes.append(pane)
+    w, out = pane.model, pane.output
+    qrun(until(lambda: out.lineCount == 2500, what="every line"))
+    assert (w.earlierText, w.logText, w.logPath) == ("", "", "")
+    assert w.lineCountText == "2,500 lines"
+
+    out.maxLines = 1000
+    assert w.earlierText == "1,500 earlier lines are not shown here — in the log:"
+    assert (w.logText, w.logPath) == (log, log)
+    assert w.lineCountText == "last 1,000 of 2,500 lines"
+    out.filterText = "99"
+    qrun(until(lambda: not out.filtering, what="filtered"))
+    assert w.earlierText == "The filter sees the last 1,000; 1,500 earlier lines are in the log:"
+    assert w.lineCountText == f"{out.matchCount} of the last 1,000 lines"
+    assert w.matchText == f"{out.matchCount} matches"
+
+    opened: list[QUrl] = []
+    answer = [True]
+
+    class Desktop:
+        @staticmethod
+        def openUrl(url: QUrl) -> bool:
+            opened.append(url)
+            return answer[0]
+
+    monkeypatch.setattr(viewmodel, "QDesktopServices", Desktop, raising=False)
+    w.openLog()
+    assert opened == [QUrl.fromLocalFile(log)] and not w.bannerVisible
+    answer[0] = False
+    w.openLog()
+    assert (w.bannerText, w.bannerError) == (f"No application opens {log}", True)
+    clipboard = QGuiApplication.clipboard()
+    w.copyLogPath()
+    assert clipboard.text() == log
+    assert (w.bannerText, w.bannerError) == ("Log path copied", False)
+
+
+def test_esc_in_the_filter_field(sup: Supervisor, qrun: QRun, panes: list[Pane]) -> None:
+    qrun(sup.spawn(["seq", "1", "20"], session="s", agent="a"))
+    pane = Pane(sup, "s", "a")
+    panes.append(pane)
+    w, out = pane.model, pane.output
+    qrun(until(lambda: out.lineCount == 20, what="every line"))
+    left: list[bool] = []
+    w.leaveFilter.connect(lambda: left.append(True))
+
+    out.filterText = "1"
+    w.pressLine(2, False)
+    w.escape(True)  # a filter: cleared, with the selection; the field keeps the keys
+    assert (out.filterText, w.hasSelection, left) == ("", False, [])
+    w.escape(True)  # an empty field: it hands the keys back
+    assert left == [True]
+    out.filterText = "1"
+    w.escape(False)  # elsewhere: clears, nothing to hand back
+    assert (out.filterText, left) == ("", [True])
+
+
+def test_the_follow_state_says_nothing_without_a_proc(
+    sup: Supervisor, qrun: QRun, panes: list[Pane]
+) -> None:
+    pane = Pane(sup, "nobody", "here")
+    panes.append(pane)
+    w = pane.model
+    assert w.followText == "" and w.following
+    p = qrun(sup.spawn(["sleep", "30"], session="nobody", agent="here"))
+    w.stream(p.id)
+    assert w.followText == "● following"
+    w.scrollStarted()
+    assert w.followText == "paused · End to follow"
+
+
+def test_the_selection_and_the_view_keep_their_lines_when_rows_go(
+    sup: Supervisor, qrun: QRun, panes: list[Pane]
+) -> None:
+    qrun(sup.spawn(["seq", "1", "50"], session="s", agent="a"))
+    pane = Pane(sup, "s", "a")
+    panes.append(pane)
+    w, out = pane.model, pane.output
+    qrun(until(lambda: out.lineCount == 50, what="every line"))
+
+    # Trimmed rows: the selection moves up with its lines, and goes with them.
+    w.pressLine(30, False)
+    w.dragTo(32)
+    out.maxLines = 40
+    assert (w.selectionStart, w.selectionEnd) == (20, 22)
+    assert out.copyRows([20, 21, 22]) == "31\n32\n33"
+    out.maxLines = 18
+    assert (w.selectionStart, w.selectionEnd) == (0, 0)
+    out.maxLines = 10
+    assert not w.hasSelection
+
+    # A rebase: the selection moves, and the view stays on its lines (not following)
+    # or goes to its end (following); it is not a reset that forgets them.
+    places: list[object] = []
+    w.positionAt.connect(places.append)
+    w.positionAtEnd.connect(lambda: places.append("end"))
+    w.linesReplaced.connect(lambda: places.append("replaced"))
+    w.pressLine(5, False)
+    w.scrollStarted()
+    w.outputRebasing(3, 180.5, 18.0)
+    w.outputReset()
+    w.outputRebased()
+    assert places == [180.5 - 54.0] and (w.selectionStart, w.selectionEnd) == (2, 2)
+    w.following = True
+    w.outputRebasing(8, 10.0, 18.0)
+    w.outputReset()
+    w.outputRebased()
+    assert places[1:] == ["end"] and not w.hasSelection
+    # Any other reset forgets the selection and what the view measured.
+    w.pressLine(1, False)
+    w.outputReset()
+    assert places[2:] == ["replaced", "end"] and not w.hasSelection
