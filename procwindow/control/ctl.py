@@ -20,6 +20,7 @@ import re
 import signal
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TextIO
 
@@ -326,14 +327,23 @@ def _json_option(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be at least 0, got {value}")
-    return value
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: an int of at least ``minimum``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+_count = _int_at_least(0)
+_positive = _int_at_least(1)
 
 
 def parse_ready(spec: str) -> dict[str, Any]:
@@ -365,16 +375,6 @@ def parse_ready(spec: str) -> dict[str, Any]:
         f"--ready: cannot read {spec!r}; give port:PORT, port:HOST:PORT, line:REGEX"
         " or cmd:SHELL-LINE"
     )
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def parse_since(text: str, now: float) -> float:
