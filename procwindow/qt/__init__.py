@@ -13,17 +13,21 @@ from ._support import default_supervisor, format_bytes, set_default_supervisor
 from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
 from .main_viewmodel import MainWindowModel, ScopeSelection
 from .models import (
+    HistoryModel,
     OutputModel,
     OutputRole,
     ProcColumn,
     ProcModel,
     ProcRole,
+    SearchModel,
     SessionModel,
     SessionRole,
     status_text,
 )
 from .runform import RunForm
-from .viewmodel import ProcTableStyle, ProcWindowModel
+from .sparkline import Sparkline
+from .table import ProcTableStyle
+from .viewmodel import ProcWindowModel
 
 __all__ = [
     "DEFAULT_AGENT",
@@ -31,6 +35,7 @@ __all__ = [
     "QML_IMPORT_MINOR_VERSION",
     "QML_IMPORT_NAME",
     "ActiveScope",
+    "HistoryModel",
     "MainWindowModel",
     "OutputModel",
     "OutputRole",
@@ -42,8 +47,10 @@ __all__ = [
     "ProcWindowModel",
     "RunForm",
     "ScopeSelection",
+    "SearchModel",
     "SessionModel",
     "SessionRole",
+    "Sparkline",
     "StatsSampler",
     "default_supervisor",
     "format_bytes",

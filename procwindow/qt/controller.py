@@ -74,6 +74,11 @@ class ProcController(QObject):
         self._sup = resolve_supervisor(supervisor, "ProcController")
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def supervisor(self) -> Supervisor:
+        """The supervisor this controller acts on."""
+        return self._sup
+
     @Slot(int)
     def term(self, procId: int) -> None:
         """SIGTERM the proc's group; SIGKILL after the supervisor's graceful timeout."""
@@ -88,6 +93,18 @@ class ProcController(QObject):
     def interrupt(self, procId: int) -> None:
         """SIGINT the proc's group, as Ctrl-C would."""
         self._start(self._sup.interrupt(procId), procId, "interrupt", f"interrupt {procId}")
+
+    @Slot(int, str)
+    def write(self, procId: int, text: str) -> None:
+        """Write ``text`` (UTF-8) to the stdin of a proc spawned with ``stdin=True``,
+        after the writes under way (a full pipe is waited for on the loop)."""
+        self._start(self._sup.write(procId, text), procId, "write", f"write to {procId}")
+
+    @Slot(int)
+    def closeStdin(self, procId: int) -> None:
+        """Close the proc's stdin (it reads end of file) once the writes under way are done."""
+        what = f"close the stdin of {procId}"
+        self._start(self._sup.close_stdin(procId), procId, "closeStdin", what)
 
     @Slot(int)
     def dismiss(self, procId: int) -> None:
@@ -144,15 +161,24 @@ class ProcController(QObject):
             await asyncio.wait(set(self._tasks))
 
     async def spawn(
-        self, argv: Sequence[str], *, session: str, agent: str, cwd: str | None = None
+        self,
+        argv: Sequence[str],
+        *,
+        session: str,
+        agent: str,
+        cwd: str | None = None,
+        stdin: bool = False,
     ) -> int:
-        """Start ``argv`` as ``run`` does and return the new proc's id.
+        """Start ``argv`` as ``run`` does and return the new proc's id
+        (``stdin``: with a pipe to its stdin, for ``write``).
 
         For a caller that shows a failure itself (the Run dialog, beside the
         field at fault): the supervisor's error is raised, not reported through
         ``actionFailed``. ``started(procId)`` fires as for ``run``.
         """
-        proc = await self._sup.spawn(argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd)
+        proc = await self._sup.spawn(
+            argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd, stdin=stdin
+        )
         self._started(proc.id)
         return proc.id
 

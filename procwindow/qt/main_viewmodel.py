@@ -11,9 +11,11 @@ from collections.abc import Callable
 from PySide6.QtCore import Property, QItemSelectionModel, QModelIndex, QObject, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
+from procwindow.core import ProcwindowError
+
 from ._support import Later, plural, set_stored, stored_property
 from .controller import ActiveScope, ProcController
-from .models import ProcModel, SessionModel
+from .models import ProcModel, SearchModel, SessionModel
 from .runform import RunForm
 from .viewmodel import ProcWindowModel
 
@@ -85,13 +87,18 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     ``treeSelection`` keeps the session tree on ``activeScope`` (see
     :class:`ScopeSelection`); the overview table shows the active scope.
     ``open_window(session, agent)`` (given by the application) opens or raises
-    a ProcWindow and returns its :class:`ProcWindowModel`.
+    a ProcWindow and returns its :class:`ProcWindowModel`. ``searchModel``
+    searches the output of every run, live and past (``searchShown`` puts its
+    results in place of the overview); ``openLine`` opens a hit at its line.
     """
 
     statusChanged = Signal()
     overviewChanged = Signal()
     menuScopeChanged = Signal()
     quitRequested = Signal()
+    searchShownChanged = Signal()
+    #: The search field should take the keyboard (``showSearch``).
+    searchFocusRequested = Signal()
 
     def __init__(
         self,
@@ -114,6 +121,8 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._overview_texts = ("", "")
         self._menu = ("", "")
         self._run_form = RunForm(controller, self)
+        self._search = SearchModel(controller.supervisor, self)
+        self._search_shown = False
         self._status_timer = QTimer(self)
         self._status_timer.setSingleShot(True)
         self._status_timer.setInterval(STATUS_MS)
@@ -148,6 +157,46 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     overviewModel = Property(ProcModel, _get_overview, constant=True)
     treeSelection = Property(ScopeSelection, _get_selection, constant=True)
     """The session tree's selection model (its current node is the active scope)."""
+
+    # -- searching every run ----------------------------------------------------------------
+
+    def _get_search(self) -> SearchModel:
+        return self._search
+
+    searchModel = Property(SearchModel, _get_search, constant=True)
+    """The search across the output of every run, live and past."""
+
+    def _on_search_shown(self) -> None:
+        if not self._search_shown:
+            self._search.cancel()
+
+    searchShown = stored_property(
+        bool, "_search_shown", searchShownChanged, on_change=_on_search_shown
+    )
+    """The search's results show in place of the overview (hiding them stops it)."""
+
+    @Slot()
+    def showSearch(self) -> None:
+        """Show the search and give its field the keyboard."""
+        self.searchShown = True
+        self.searchFocusRequested.emit()
+
+    @Slot(int, int)
+    def openLine(self, procId: int, seq: int) -> None:
+        """Open the ProcWindow of ``procId``'s scope on its line ``seq`` (a search hit).
+
+        The scope becomes the active one; a run that is not live opens in the
+        window's History view.
+        """
+        try:
+            proc = self._controller.supervisor.get(procId)
+        except ProcwindowError as exc:
+            self.showStatus(str(exc), True)
+            return
+        self._scope.setScope(proc.session, proc.agent)
+        window = self._open_window(proc.session, proc.agent)
+        if window is not None:
+            window.showLine(procId, seq)
 
     @Slot()
     def showActiveScope(self) -> None:

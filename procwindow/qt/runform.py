@@ -196,6 +196,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     scopeChanged = Signal()
     errorsChanged = Signal()
     busyChanged = Signal()
+    stdinChanged = Signal()
     openRequested = Signal()
     """The dialog should open, on ``session``/``agent``."""
     succeeded = Signal(int, arguments=["procId"])
@@ -209,6 +210,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self._cwd_placeholder = ""
         self._errors: dict[Field, str] = {}
         self._busy = False
+        self._stdin = False
         self._task: asyncio.Task[None] | None = None
 
     session = stored_property(str, "_session", scopeChanged, writable=False)
@@ -219,6 +221,8 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     """What the empty Directory field says (the directory relative paths start from)."""
     busy = stored_property(bool, "_busy", busyChanged, writable=False)
     """True while a spawn is in flight (OK is disabled)."""
+    stdin = stored_property(bool, "_stdin", stdinChanged)
+    """Start the command with its stdin open (the output pane's stdin line writes to it)."""
 
     def _error(self, field: Field) -> str:
         return self._errors.get(field, "")
@@ -284,7 +288,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
             return
         set_stored(self, "_busy", True, RunForm.busyChanged)
         self._task = current_loop().create_task(
-            self._spawn(request), name=f"procwindow run {request.argv[0]}"
+            self._spawn(request, self._stdin), name=f"procwindow run {request.argv[0]}"
         )
 
     async def wait_idle(self) -> None:
@@ -292,12 +296,16 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         if self._task is not None:
             await asyncio.wait({self._task})
 
-    async def _spawn(self, request: RunRequest) -> None:
+    async def _spawn(self, request: RunRequest, stdin: bool) -> None:
         errors: dict[Field, str] = {}
         proc_id = -1
         try:
             proc_id = await self._controller.spawn(
-                request.argv, session=request.session, agent=request.agent, cwd=request.cwd
+                request.argv,
+                session=request.session,
+                agent=request.agent,
+                cwd=request.cwd,
+                stdin=stdin,
             )
         except ProcwindowError as exc:
             field, message = failure_field(exc)

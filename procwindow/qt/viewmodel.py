@@ -9,7 +9,8 @@ window. The main window's view-model is :mod:`procwindow.qt.main_viewmodel`.
 :class:`ProcWindowModel`
     One ProcWindow (``open_proc_window`` makes it with the window's models).
 :class:`ProcTableStyle`
-    The process table's column widths and status colours (each table makes one).
+    The process table's column widths and status colours (each table makes one);
+    it lives in :mod:`procwindow.qt.table`, re-exported here.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ import time
 from typing import NamedTuple
 
 from PySide6.QtCore import Property, QObject, QTimer, QUrl, Signal, Slot
-from PySide6.QtGui import QColor, QDesktopServices, QFont, QFontMetricsF
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
 from ._support import Later, plural, set_stored, stored_property
 from .controller import ActiveScope, ProcController, StatsSampler
-from .models import OutputModel, ProcModel, ProcRole
-from .models.format import status_texts
+from .models import HistoryModel, OutputModel, ProcModel, ProcRole
+from .pane import InputLine, OutputFind
 from .runform import RunForm
+from .table import COLUMN_WIDTHS, ProcTableStyle, column_widths, minimum_table_width, status_tint
 
 __all__ = [
     "BANNER_MS",
@@ -44,20 +46,6 @@ QML_IMPORT_MAJOR_VERSION = 1
 
 #: How long a ProcWindow's banner shows a message (ms): (information, error).
 BANNER_MS = (2000, 6000)
-#: Widths of the process table's fixed columns (px). ``status`` is measured (the
-#: widest status text, see :class:`ProcTableStyle`); ``actions`` is the table's to say.
-COLUMN_WIDTHS = {"pid": 64, "runtime": 88}
-#: The Status column's width until a font has been measured.
-DEFAULT_STATUS_WIDTH = 200.0
-#: The Agent column's width, and the narrowest it gets (an agent name elides).
-AGENT_WIDTH = (104.0, 72.0)
-#: The command column (``tool``) shrinks to this width before the Agent column gives
-#: up its spare room.
-COMFORTABLE_FLEXIBLE_WIDTH = 160.0
-#: The narrowest the other columns (``tool``) get; they share what is left. Below
-#: the table's minimum width (:func:`minimum_table_width`) the view scrolls sideways;
-#: the windows never get that narrow: their minimum width fits every column.
-MIN_FLEXIBLE_WIDTH = 100.0
 #: What a gauge reads while nothing is sampled.
 NO_VALUE = "–"
 #: Seconds the output pane trusts its list of log files (a stderr log may appear later).
@@ -92,177 +80,6 @@ def _count(count: int, one: str, many: str) -> str:
     return f"{count:,} {one if count == 1 else many}"
 
 
-def _fixed_widths(status_width: float, actions_width: float) -> dict[str, float]:
-    return {**COLUMN_WIDTHS, "status": status_width, "actions": actions_width}
-
-
-def column_widths(
-    names: list[str],
-    width: float,
-    actions_width: float,
-    status_width: float = DEFAULT_STATUS_WIDTH,
-) -> list[float]:
-    """The process table's column widths for a view ``width`` px wide.
-
-    Fixed columns take :data:`COLUMN_WIDTHS` (``status`` takes ``status_width``,
-    ``actions`` takes ``actions_width``): they never shrink, so a status is never
-    cut and the actions never leave the view. The command column (``tool``) takes
-    what is left. As the view narrows, the command shrinks to
-    :data:`COMFORTABLE_FLEXIBLE_WIDTH`, then the Agent column to its narrowest,
-    then the command to :data:`MIN_FLEXIBLE_WIDTH`.
-
-    >>> column_widths(["pid", "tool", "status", "runtime", "actions"], 1000, 154, 200)
-    [64.0, 494.0, 200.0, 88.0, 154.0]
-    >>> column_widths(["pid", "agent", "tool", "status", "runtime"], 540, 0, 200)
-    [64.0, 72.0, 116.0, 200.0, 88.0]
-    """
-    fixed = _fixed_widths(status_width, actions_width)
-    rest = width - sum(fixed.get(name, 0.0) for name in names)
-    agent = 0.0
-    if "agent" in names:
-        preferred, narrowest = AGENT_WIDTH
-        agent = min(preferred, max(narrowest, rest - COMFORTABLE_FLEXIBLE_WIDTH))
-        rest -= agent
-    flexible = [name for name in names if name not in fixed and name != "agent"]
-    share = max(MIN_FLEXIBLE_WIDTH, rest / max(len(flexible), 1))
-    widths = {**fixed, "agent": agent}
-    return [float(widths.get(name, share)) for name in names]
-
-
-def minimum_table_width(names: list[str], actions_width: float, status_width: float) -> float:
-    """The narrowest view in which every column of ``names`` fits (see :func:`column_widths`).
-
-    >>> minimum_table_width(["pid", "agent", "tool", "status", "runtime", "actions"], 154, 200)
-    678.0
-    """
-    fixed = _fixed_widths(status_width, actions_width)
-    return float(
-        sum(
-            fixed[name]
-            if name in fixed
-            else AGENT_WIDTH[1]
-            if name == "agent"
-            else MIN_FLEXIBLE_WIDTH
-            for name in names
-        )
-    )
-
-
-def widest_text(font: QFont, texts: frozenset[str]) -> float:
-    """The advance (px) of the widest of ``texts`` drawn in ``font``."""
-    metrics = QFontMetricsF(font)
-    return max((metrics.horizontalAdvance(text) for text in texts), default=0.0)
-
-
-_widest_status: dict[str, float] = {}  # font key -> widest status text (px)
-
-
-def widest_status(font: QFont) -> float:
-    """The advance (px) of the widest status text in ``font`` (measured once per font)."""
-    key = font.key()
-    width = _widest_status.get(key)
-    if width is None:
-        width = _widest_status[key] = widest_text(font, status_texts())
-    return width
-
-
-def status_tint(base: QColor) -> QColor:
-    """A status colour (ProcModel's ``statusColor``) lifted for text on the dark theme.
-
-    The hue stays, saturation drops by 15 %, lightness rises to at least 62 %.
-    """
-    return QColor.fromHslF(
-        max(0.0, base.hslHueF()),
-        min(1.0, base.hslSaturationF() * 0.85),
-        max(base.lightnessF(), 0.62),
-        1.0,
-    )
-
-
-@QmlElement
-class ProcTableStyle(QObject):
-    """How a ProcTable is drawn: its column widths, and the colours of its statuses.
-
-    QML makes one per table and binds ``columnNames``, ``viewWidth``,
-    ``actionsWidth``, and the font (``statusFontFamily``, ``statusFontSize`` in
-    pixels) and ``statusPadding`` of its Status cells; ``columnWidths`` and
-    ``minimumWidth`` follow (see :func:`column_widths`). The Status column is as
-    wide as the widest text a status can have
-    (:func:`~procwindow.qt.models.format.status_texts`) in that font, plus
-    ``statusPadding``: every status reads in full, whatever the width of the view.
-    """
-
-    columnNamesChanged = Signal()
-    viewWidthChanged = Signal()
-    actionsWidthChanged = Signal()
-    statusFontChanged = Signal()
-    statusPaddingChanged = Signal()
-    columnWidthsChanged = Signal()
-
-    def __init__(self, parent: QObject | None = None) -> None:
-        super().__init__(parent)
-        self._column_names: list[str] = []
-        self._view_width = 0.0
-        self._actions_width = 0.0
-        self._status_family = ""
-        self._status_size = 0
-        self._status_padding = 0.0
-        self._status_width = DEFAULT_STATUS_WIDTH
-        self._minimum_width = 0.0
-        self._column_widths: list[float] = []
-        self._tints: dict[int, QColor] = {}
-
-    def _relayout(self) -> None:
-        font = QFont(self._status_family) if self._status_family else QFont()
-        if self._status_size > 0:
-            font.setPixelSize(self._status_size)
-        # A pixel to spare: a text laid out in a QML Text can round up.
-        status = math.ceil(widest_status(font)) + 1.0 + self._status_padding
-        names, actions = self._column_names, self._actions_width
-        layout = (
-            column_widths(names, self._view_width, actions, status),
-            status,
-            minimum_table_width(names, actions, status),
-        )
-        if layout != (self._column_widths, self._status_width, self._minimum_width):
-            self._column_widths, self._status_width, self._minimum_width = layout
-            self.columnWidthsChanged.emit()
-
-    columnNames = stored_property(list, "_column_names", columnNamesChanged, on_change=_relayout)
-    """The table's column keys (``ProcModel.columnNames``)."""
-    viewWidth = stored_property(float, "_view_width", viewWidthChanged, on_change=_relayout)
-    """The width the columns share."""
-    actionsWidth = stored_property(
-        float, "_actions_width", actionsWidthChanged, on_change=_relayout
-    )
-    """The width of the ``actions`` column (0 when the table shows no actions)."""
-    statusFontFamily = stored_property(
-        str, "_status_family", statusFontChanged, on_change=_relayout
-    )
-    """The font family of a Status cell's text ("" for the application's)."""
-    statusFontSize = stored_property(int, "_status_size", statusFontChanged, on_change=_relayout)
-    """The pixel size of a Status cell's text (0 for the application font's size)."""
-    statusPadding = stored_property(
-        float, "_status_padding", statusPaddingChanged, on_change=_relayout
-    )
-    """The room a Status cell takes beside its text (margins, the coloured dot)."""
-    columnWidths = stored_property(list, "_column_widths", columnWidthsChanged, writable=False)
-    """The width of each column, in order."""
-    statusWidth = stored_property(float, "_status_width", columnWidthsChanged, writable=False)
-    """The width of the Status column."""
-    minimumWidth = stored_property(float, "_minimum_width", columnWidthsChanged, writable=False)
-    """The narrowest view in which every column fits (see :func:`minimum_table_width`)."""
-
-    @Slot(QColor, result=QColor)
-    def statusColor(self, base: QColor) -> QColor:
-        """The colour a status is drawn in: ``base`` (the row's ``statusColor``) tinted."""
-        key = base.rgba()
-        tint = self._tints.get(key)
-        if tint is None:
-            tint = self._tints[key] = status_tint(base)
-        return tint
-
-
 @QmlElement
 @QmlUncreatable("open_proc_window() makes a ProcWindow's model")
 class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not callable
@@ -293,6 +110,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     Esc clears the filter and the selection; in an empty filter field it hands
     the keys back to the table (``leaveFilter``).
 
+    **History.** With ``showHistory`` the window lists every recorded run of
+    its scope (``historyModel``) in place of the live table; the selection and
+    the stream then move among those runs, whose output reads from disk.
+    ``showLine(procId, seq)`` streams a run (live or past) and puts the view on
+    one of its lines (``revealLine``).
+
     **Messages.** Failed actions and copies show in a banner for a few seconds.
     """
 
@@ -317,6 +140,11 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     linesReplaced = Signal()
     """The output view shows other lines now: what it measured of the old ones is stale."""
     leaveFilter = Signal()
+    showHistoryChanged = Signal()
+    #: Scroll the History view to this row (``revealRow`` is the live table's).
+    revealHistoryRow = Signal(int)
+    #: Put the output view on this row, centred (``showLine``).
+    revealLine = Signal(int)
     """The filter field should give the keyboard back to the table."""
 
     def __init__(
@@ -328,15 +156,22 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         active_scope: ActiveScope | None = None,
         *,
         pinned: bool | None = None,
+        history: HistoryModel | None = None,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._procs = proc_model
+        if history is None:
+            history = HistoryModel(controller.supervisor, self)
+        self._history = history
+        self._show_history = False
         self._output = output_model
         self._stats = stats
         self._controller = controller
         self._run_form = RunForm(controller, self)
         self._run_form.succeeded.connect(self._on_run_started)
+        self._find = OutputFind(output_model, self)
+        self._input_line = InputLine(output_model, proc_model, controller, self)
         self._active_scope = active_scope
         self._pinned = active_scope is None if pinned is None else pinned
         self._current = -1
@@ -368,14 +203,23 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             signal.connect(self._settle_later.start)
         for signal in (proc_model.sessionChanged, proc_model.agentChanged):
             signal.connect(self._update_scope_text)
+        for signal in (proc_model.sessionChanged, proc_model.agentChanged):
+            signal.connect(self._scope_history)
+        self._scope_history()
+        for signal in (history.modelReset, history.rowsRemoved, history.rowsInserted):
+            signal.connect(self._settle_later.start)
         output_model.procIdChanged.connect(self._on_stream_changed)
         output_model.rowsInserted.connect(self.followTail)
+        output_model.partialChanged.connect(self.followTail)
+        # Going to a match stops following, as scrolling away does.
+        self._find.revealRow.connect(self.scrollStarted)
         output_model.rowsRemoved.connect(self._on_rows_removed)
         for signal in (
             output_model.lineCountChanged,
             output_model.matchCountChanged,
             output_model.filterTextChanged,
             output_model.filterErrorChanged,
+            output_model.currentMatchChanged,
             self.followingChanged,
         ):
             signal.connect(self._update_texts)
@@ -414,12 +258,27 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _get_run_form(self) -> RunForm:
         return self._run_form
 
+    def _get_find(self) -> OutputFind:
+        return self._find
+
+    def _get_input_line(self) -> InputLine:
+        return self._input_line
+
+    def _get_history(self) -> HistoryModel:
+        return self._history
+
     procModel = Property(ProcModel, _get_procs, constant=True)
+    historyModel = Property(HistoryModel, _get_history, constant=True)
+    """Every recorded run of the window's scope (shown with ``showHistory``)."""
     outputModel = Property(OutputModel, _get_output, constant=True)
     stats = Property(StatsSampler, _get_stats, constant=True)
     controller = Property(ProcController, _get_controller, constant=True)
     runForm = Property(RunForm, _get_run_form, constant=True)
     """The Run dialog's form (``requestRun`` opens it on the window's scope)."""
+    find = Property(OutputFind, _get_find, constant=True)
+    """Enter / Shift+Enter in the filter: from match to match (``matchText`` says ``3 of 120``)."""
+    inputLine = Property(InputLine, _get_input_line, constant=True)
+    """The line under the output that writes to the streaming proc's stdin."""
     activeScope = Property(ActiveScope, _get_active_scope, constant=True)
     """The main window's selection, or None (then the window stays pinned)."""
     canFollow = Property(bool, _get_can_follow, constant=True)
@@ -430,6 +289,19 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _on_pinned(self) -> None:
         if not self._pinned:
             self.followActiveScope()
+
+    def _on_show_history(self) -> None:
+        self._history.active = self._show_history
+        self._settle_later.start()
+
+    showHistory = stored_property(
+        bool, "_show_history", showHistoryChanged, on_change=_on_show_history
+    )
+    """List every recorded run of the scope (``historyModel``) instead of the live procs."""
+
+    def _rows(self) -> ProcModel | HistoryModel:
+        """The rows the selection moves among: the live procs, or the history."""
+        return self._history if self._show_history else self._procs
 
     currentProcId = stored_property(int, "_current", currentProcIdChanged)
     """The proc the keyboard acts on, -1 for none."""
@@ -451,6 +323,27 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._output.procId = procId
         self.liveRequested.emit()
 
+    @Slot(int, int)
+    def showLine(self, procId: int, seq: int) -> None:
+        """Stream ``procId`` and put the view on its line ``seq``, selected (a
+        search hit). A run the live table does not list shows in the history;
+        a line the filter hides clears the filter."""
+        if procId < 0:
+            return
+        if self._procs.rowOf(procId) < 0:
+            self.showHistory = True
+            self._history.reload()
+        self.stream(procId)
+        row = self._output.rowOfSeq(seq)
+        if row < 0 and self._output.filterText:
+            self._output.filterText = ""
+            row = self._output.rowOfSeq(seq)
+        if row < 0:
+            return  # no longer held (its earlier lines are named in the pane)
+        self.following = False
+        self._select(row, row)
+        self.revealLine.emit(row)
+
     @Slot(int)
     def select(self, procId: int) -> None:
         """A click on a row: make ``procId`` current and show its output.
@@ -466,13 +359,14 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     @Slot(int)
     def moveSelection(self, delta: int) -> None:
         """Move the current proc ``delta`` rows (clamped); from nowhere, to the first row."""
-        count = self._procs.rowCount()
+        rows = self._rows()
+        count = rows.rowCount()
         if count == 0:
             return
-        row = self._procs.rowOf(self._current)
+        row = rows.rowOf(self._current)
         target = 0 if row < 0 else max(0, min(count - 1, row + delta))
-        self.currentProcId = self._procs.procIdAt(target)
-        self.revealRow.emit(target)
+        self.currentProcId = rows.procIdAt(target)
+        (self.revealHistoryRow if self._show_history else self.revealRow).emit(target)
 
     @Slot()
     def settleSelection(self) -> None:
@@ -485,10 +379,11 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         if self._follow >= 0 and self._procs.rowOf(self._follow) >= 0:
             self._follow, follow = -1, self._follow
             self.stream(follow)
-        if self._procs.rowOf(self._output.procId) < 0:
+        rows = self._rows()
+        if rows.rowOf(self._output.procId) < 0:
             self._output.procId = -1
-        if self._procs.rowOf(self._current) < 0:
-            self.currentProcId = self._procs.procIdAt(0) if self._procs.rowCount() > 0 else -1
+        if rows.rowOf(self._current) < 0:
+            self.currentProcId = rows.procIdAt(0) if rows.rowCount() > 0 else -1
         if self._output.procId < 0 and self._current >= 0:
             self.stream(self._current)
 
@@ -512,6 +407,9 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self.following = True
         self.streamingProcIdChanged.emit()
         self._update_texts()
+
+    def _scope_history(self) -> None:
+        self._history.setScope(self._procs.session, self._procs.agent)
 
     def _update_scope_text(self) -> None:
         session, agent = self._procs.session, self._procs.agent
@@ -629,7 +527,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             count = f"{out.matchCount:,} of the last {_count(held, 'line', 'lines')}"
         else:
             count = f"last {held:,} of {_count(earlier + held, 'line', 'lines')}"
-        match = "invalid" if out.filterError else _count(out.matchCount, "match", "matches")
+        if out.filterError:
+            match = "invalid"
+        elif out.currentMatch >= 0:
+            match = f"{out.currentMatch + 1:,} of {out.matchCount:,}"
+        else:
+            match = _count(out.matchCount, "match", "matches")
         notice = log_text = log_path = ""
         if earlier:
             logs = self._log_files_of(out.procId)
@@ -698,7 +601,8 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     earlier lines not held, ``last 100,000 of 30,000,000 lines`` or ``8 of the
     last 100,000 lines``."""
     matchText = Property(str, _get_match_text, notify=countTextsChanged)
-    """The filter's count: ``1 match``, ``8 matches``, or ``invalid``."""
+    """The filter's count: ``1 match``, ``8 matches``, ``3 of 120`` once a match
+    is current (``find``), or ``invalid``."""
     earlierText = Property(str, _get_earlier_text, notify=countTextsChanged)
     """What became of the lines the pane no longer holds, up to the log that keeps
     them (``29,900,000 earlier lines are not shown here — in the log:``, then

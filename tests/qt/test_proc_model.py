@@ -57,7 +57,16 @@ def test_spawn_output_exit_dismiss_through_the_model_tester(
     model = ProcModel(sup, "s1")
     qtmodeltester.check(model)
     assert model.rowCount() == 0
-    assert model.columnNames == ["pid", "agent", "tool", "status", "runtime", "actions"]
+    assert model.columnNames == [
+        "pid",
+        "agent",
+        "tool",
+        "status",
+        "runtime",
+        "cpu",
+        "memory",
+        "actions",
+    ]
 
     async def scenario() -> None:
         first = await sup.spawn(CHATTY, session="s1", agent="a1", tool="web_fetch")
@@ -102,6 +111,8 @@ def test_roles_of_a_running_and_an_exited_proc(sup: Supervisor, qrun: QRun) -> N
             "web_fetch",
             "running",
             "0s",
+            "–",
+            "–",
             "",
         ]
         assert model.data(model.index(0, 0), Qt.ItemDataRole.ToolTipRole) == "sleep 30"
@@ -146,7 +157,7 @@ def test_session_scope_shows_every_agent_with_an_agent_column(sup: Supervisor, q
     assert session.data(session.index(0, 1), ProcRole.COLUMN_NAME) == "agent"
     assert agent.rowCount() == 1
     assert agent.title == "Processes - s1/a2"
-    assert agent.columnCount() == 5
+    assert agent.columnCount() == 7
     assert "agent" not in agent.columnNames
     assert agent.data(agent.index(0, 0), ProcRole.AGENT) == "a2"
 

@@ -25,6 +25,7 @@ from .helpers import (
     item,
     key,
     move_mouse_away,
+    py,
     save_screenshot,
     settle,
     type_text,
@@ -91,6 +92,10 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         view = await item(window, "outputView")
         await until(lambda: 0 < output.matchCount < output.lineCount, what="filtered")
         await until(lambda: view.property("count") == output.matchCount, what="view updated")
+        # Enter twice: the second match is the current one, centred.
+        await key(window, Qt.Key.Key_Return)
+        await key(window, Qt.Key.Key_Return)
+        await until(lambda: output.currentMatch == 1, what="the current match")
         await settle(0.4)
         path, image = save_screenshot(window, f"procwindow-filter-{size}")
         assert_not_blank(path.name, image, colours=20)
@@ -122,6 +127,84 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         await move_mouse_away(webapp)
         await settle(0.6)
         path, image = save_screenshot(webapp, f"procwindow-session-webapp-{size}")
+        assert_not_blank(path.name, image)
+
+    run(scenario(), timeout=90)
+
+
+# A few lines, then a prompt that waits for its answer on stdin.
+PROMPT = py(
+    """
+    import sys
+    for i in range(6):
+        print(f"step {i + 1}/6: \x1b[32mok\x1b[0m", flush=True)
+    sys.stdout.write("Deploy to production? [y/N] "); sys.stdout.flush()
+    sys.stdin.readline()
+    """
+)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_screenshot_of_a_prompt_and_the_stdin_line(sup: Supervisor, run: Run, size: str) -> None:
+    width, height = SIZES[size]
+
+    async def scenario() -> None:
+        await sup.spawn(PROMPT, session="deploy", agent="ops", stdin=True)
+        window = open_proc_window(sup, "deploy", "ops")
+        resize(window, width, height)
+        output = window.property("outputModel")
+        await until(lambda: output.partialText.startswith("Deploy"), what="the prompt")
+        await move_mouse_away(window)
+        await click(window, await item(window, "timesToggle"))
+        await click(window, await item(window, "inputField"))
+        await type_text(window, "y")
+        await move_mouse_away(window)
+        await settle(0.5)
+        path, image = save_screenshot(window, f"procwindow-input-{size}")
+        assert_not_blank(path.name, image)
+
+    run(scenario(), timeout=60)
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_screenshots_of_history_and_search(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str, tmp_path: object
+) -> None:
+    width, height = SIZES[size]
+
+    async def scenario() -> None:
+        # Runs of an earlier supervisor (history only), then a live one.
+        async with Supervisor(log_dir=f"{tmp_path}/earlier") as earlier:
+            for n in range(3):
+                p = await earlier.spawn(
+                    py(f"import sys; print('error: disk {n} full'); sys.exit({n})"),
+                    session="webapp",
+                    agent="builder",
+                )
+                await earlier.wait(p.id)
+        workspace, _ = await demo(sup, make_workspace)
+        main = workspace.main_window
+        assert main is not None
+        resize(main, width, height)
+        await settle(0.3)  # laid out at its new size
+        await click(main, await item(main, "searchButton"))
+        await settle(0.2)
+        await type_text(main, "error")
+        await key(main, Qt.Key.Key_Return)
+        status = await item(main, "searchStatusText")
+        await until(lambda: "searching" not in str(status.property("text")), what="the search")
+        await move_mouse_away(main)
+        await settle(0.4)
+        path, image = save_screenshot(main, f"main-search-{size}")
+        assert_not_blank(path.name, image)
+
+        window = open_proc_window(sup, "webapp", "builder", workspace.engine)
+        resize(window, width, height)
+        await key(window, Qt.Key.Key_H, Qt.KeyboardModifier.ControlModifier)
+        await item(window, "historyTable")
+        await move_mouse_away(window)
+        await settle(0.5)
+        path, image = save_screenshot(window, f"procwindow-history-{size}")
         assert_not_blank(path.name, image)
 
     run(scenario(), timeout=90)

@@ -4,6 +4,8 @@
 - :class:`OutputModel` (``output``): the output lines of one process, filtered and capped;
   its lines and filter scan live, without Qt, in ``_lines``.
 - :class:`SessionModel` (``sessions``): the tree of sessions and their agents, with live counts.
+- :class:`HistoryModel` (``history``): every recorded run of a scope, newest first.
+- :class:`SearchModel` (``search``): the lines of every run, live and past, that match a pattern.
 
 Their roles and columns are in ``roles``, the words and colours they show in
 ``format``. Each model follows the supervisor through an
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from ._lines import FILTER_CHUNK, STRIP_AT_ONCE
 from .format import STATUS_COLORS, status_text
+from .history import HistoryModel, HistoryRole
 from .output import DEFAULT_MAX_LINES, FILTER_BUDGET, FRAME_MS, FRAME_READ_LIMIT, OutputModel
 from .proc import TICK_INTERVAL_MS, VISIBLE_MARGIN, ProcModel
 from .roles import (
@@ -29,6 +32,7 @@ from .roles import (
     ProcRole,
     SessionRole,
 )
+from .search import SearchModel, SearchRole
 from .sessions import SessionModel
 
 # The constants are importable from here as they were from the single module
@@ -46,11 +50,15 @@ __all__ = [
     "STRIP_AT_ONCE",
     "TICK_INTERVAL_MS",
     "VISIBLE_MARGIN",
+    "HistoryModel",
+    "HistoryRole",
     "OutputModel",
     "OutputRole",
     "ProcColumn",
     "ProcModel",
     "ProcRole",
+    "SearchModel",
+    "SearchRole",
     "SessionModel",
     "SessionRole",
     "status_text",

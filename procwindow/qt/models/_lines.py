@@ -21,6 +21,8 @@ rows trimming to ``max_lines`` drops, :meth:`LineBuffer.drop_front` drops them;
 from __future__ import annotations
 
 import bisect
+import functools
+import itertools
 import re
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -29,17 +31,22 @@ from typing import NamedTuple
 from procwindow.core import Line, Stream
 
 from .. import ansi
+from .format import time_text
 
 __all__ = [
     "FILTER_CHUNK",
+    "MAX_MARKS",
     "STRIP_AT_ONCE",
     "FilterError",
     "Held",
     "LineBuffer",
+    "Marker",
     "Matcher",
     "NewRows",
     "Trim",
     "compile_filter",
+    "compile_marker",
+    "timed",
 ]
 
 #: One held line: seq, is stderr, time, raw text (with ANSI), split piece.
@@ -47,6 +54,9 @@ Held = tuple[int, bool, float, str, bool]
 #: A compiled filter: given a chunk of plain lines and the number of its first
 #: line, the numbers of the lines that match.
 Matcher = Callable[[list[str], int], list[int]]
+#: A filter's matches in one plain line: the ``(start, end)`` of each, in order,
+#: none empty and none overlapping.
+Marker = Callable[[str], list[tuple[int, int]]]
 
 #: Lines filtered (or stripped) between two looks at the clock.
 FILTER_CHUNK = 4096
@@ -54,6 +64,9 @@ FILTER_CHUNK = 4096
 #: proc's whole ring, when it is selected) is stripped later, a chunk at a time
 #: (:meth:`LineBuffer.strip_some`), or where a filter or a copy needs it.
 STRIP_AT_ONCE = 4096
+#: The most matches marked in one line (a one-letter filter over a long line
+#: would otherwise make a page of markup for one row).
+MAX_MARKS = 500
 
 
 class FilterError(ValueError):
@@ -82,6 +95,78 @@ def compile_filter(text: str, regex: bool, case_sensitive: bool) -> Matcher | No
         return lambda chunk, start: [i for i, t in enumerate(chunk, start) if text in t]
     needle = text.casefold()
     return lambda chunk, start: [i for i, t in enumerate(chunk, start) if needle in t.casefold()]
+
+
+def compile_marker(text: str, regex: bool, case_sensitive: bool) -> Marker | None:
+    """Where a filter matches inside a line, for highlighting (None for ``""``).
+
+    It agrees with :func:`compile_filter` on the same arguments: a line it keeps
+    has a match here, and a line it drops has none. A regex's empty matches
+    (``x*``, ``^``) are left out: they mark nothing, and ``finditer`` moves on
+    past each one, so no pattern loops. A substring is found case-insensitively
+    as the filter finds it, in the ``casefold()``-ed line, and mapped back to
+    the line's own characters (``ß`` matches ``SS``). At most :data:`MAX_MARKS`
+    per line. Raises :class:`FilterError` for an invalid regex.
+
+    >>> compile_marker("o", regex=False, case_sensitive=False)("Foo bar O")
+    [(1, 2), (2, 3), (8, 9)]
+    >>> compile_marker("x*", regex=True, case_sensitive=True)("axxb")
+    [(1, 3)]
+    """
+    if not text:
+        return None
+    if regex:
+        try:
+            finditer = re.compile(text, 0 if case_sensitive else re.IGNORECASE).finditer
+        except (re.error, OverflowError, RecursionError, ValueError) as exc:
+            raise FilterError(f"invalid regular expression: {exc}") from exc
+
+        def regex_marks(line: str) -> list[tuple[int, int]]:
+            spans = (m.span() for m in finditer(line))
+            return list(itertools.islice(((a, b) for a, b in spans if b > a), MAX_MARKS))
+
+        return regex_marks
+    if case_sensitive:
+        return functools.partial(_occurrences, text)
+    return functools.partial(_folded_occurrences, text.casefold())
+
+
+def _occurrences(needle: str, line: str) -> list[tuple[int, int]]:
+    """The non-overlapping occurrences of ``needle`` in ``line``, left to right."""
+    found: list[tuple[int, int]] = []
+    size = len(needle)
+    at = line.find(needle)
+    while at >= 0 and len(found) < MAX_MARKS:
+        found.append((at, at + size))
+        at = line.find(needle, at + size)
+    return found
+
+
+def _folded_occurrences(needle: str, line: str) -> list[tuple[int, int]]:
+    """:func:`_occurrences` of a casefolded ``needle`` in the casefolded ``line``,
+    in the line's own character positions."""
+    folded = line.casefold()
+    if len(folded) == len(line):  # no character folded to more than one: positions agree
+        return _occurrences(needle, folded)
+    # Where each folded character comes from (ß folds to ss: two from one).
+    owner = [i for i, char in enumerate(line) for _ in char.casefold()]
+    spans: list[tuple[int, int]] = []
+    for start, end in _occurrences(needle, folded):
+        first, last = owner[start], owner[end - 1] + 1
+        if spans and first < spans[-1][1]:  # two matches inside one character's fold
+            spans[-1] = (spans[-1][0], max(spans[-1][1], last))
+        else:
+            spans.append((first, last))
+    return spans
+
+
+def timed(when: float, text: str) -> str:
+    """``text`` after the time its line arrived, as the pane shows and copies it.
+
+    >>> timed(0.25, "ok")[-7:]
+    '.250 ok'
+    """
+    return f"{time_text(when, millis=True)} {text}"
 
 
 class Trim(NamedTuple):
@@ -155,23 +240,44 @@ class LineBuffer:
             return row if row < self._scanned - self._base else -1
         return self._rows[row] - self._base if row < len(self._rows) else -1
 
+    def row_of_seq(self, seq: int) -> int:
+        """The row of the line numbered ``seq`` by the supervisor, or -1 (not
+        held, filtered out, or not scanned yet)."""
+        pos = bisect.bisect_left(self.lines, seq, key=lambda held: held[0])
+        if pos >= len(self.lines) or self.lines[pos][0] != seq:
+            return -1
+        number = self._base + pos
+        if self._rows is None:
+            return pos if number < self._scanned else -1
+        row = bisect.bisect_left(self._rows, number)
+        return row if row < len(self._rows) and self._rows[row] == number else -1
+
     def text(self, pos: int) -> str:
         """The plain (ANSI-stripped) text of ``lines[pos]``."""
         text = self._plain[pos]
         return text if self._base + pos < self._clean else ansi.strip_ansi(text)
 
-    def copy_rows(self, rows: Iterable[int]) -> str:
-        """The plain text of these rows (others ignored), in row order, one per line."""
+    def copy_rows(self, rows: Iterable[int], times: bool = False) -> str:
+        """The plain text of these rows (others ignored), in row order, one per line;
+        with ``times``, each after the time it arrived (:func:`timed`)."""
         count = self.row_count
         wanted = sorted({int(r) for r in rows if 0 <= int(r) < count})
-        return "\n".join(self.text(self.position(r)) for r in wanted)
+        positions = [self.position(r) for r in wanted]
+        if times:
+            lines = self.lines
+            return "\n".join(timed(lines[p][2], self.text(p)) for p in positions)
+        return "\n".join(self.text(p) for p in positions)
 
-    def copy_all(self) -> str:
-        """The plain text of every row, one per line."""
+    def copy_all(self, times: bool = False) -> str:
+        """The plain text of every row, one per line (with ``times``, as :meth:`copy_rows`)."""
         self.strip_to(self._scanned)
-        if self._rows is None:
-            return "\n".join(self._plain[: self._scanned - self._base])
         base, plain = self._base, self._plain
+        shown = range(base, self._scanned) if self._rows is None else self._rows
+        if times:
+            lines = self.lines
+            return "\n".join(timed(lines[i - base][2], plain[i - base]) for i in shown)
+        if self._rows is None:
+            return "\n".join(plain[: self._scanned - base])
         return "\n".join(plain[i - base] for i in self._rows)
 
     # -- lines -------------------------------------------------------------------

@@ -18,13 +18,13 @@ from PySide6.QtCore import (
     Signal,
     Slot,
 )
-from PySide6.QtGui import QGuiApplication
+from PySide6.QtGui import QColor, QGuiApplication
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, Proc, ProcNotFound, ProcwindowError, Stream, Supervisor
+from procwindow.core import Event, Line, Proc, ProcNotFound, ProcwindowError, Stream, Supervisor
 from procwindow.core.rules import scope_pattern
 
-from .. import ansi
+from .. import ansi, highlight
 from .._support import (
     EventPump,
     Lifeline,
@@ -34,11 +34,12 @@ from .._support import (
     set_stored,
     stored_property,
 )
-from ._lines import FilterError, LineBuffer, compile_filter
+from ._lines import FilterError, LineBuffer, Marker, compile_filter, compile_marker
 from .format import time_text
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
 
 __all__ = [
+    "DEFAULT_COLORS",
     "DEFAULT_MAX_LINES",
     "FILTER_BUDGET",
     "FRAME_MS",
@@ -70,6 +71,13 @@ FILTER_BUDGET = 0.005
 #: ``maxLines + REBASE_ROWS`` rows (with the default cap, under 2**22 px at
 #: 18 px a row, where float is still exact to the quarter pixel).
 REBASE_ROWS = 100_000
+#: The colours the model draws with until its view sets its theme's: a filter's
+#: matches, the current match, and the time before a line (``#aarrggbb``).
+DEFAULT_COLORS = {"match": "#6bd4a017", "currentMatch": "#c2e8780c", "time": "#6f737a"}
+
+
+def _css(color: QColor) -> str:
+    return color.name(QColor.NameFormat.HexArgb)
 
 
 def _has_bytes(path: str) -> bool:
@@ -111,6 +119,24 @@ class OutputModel(QAbstractListModel):
     positions bounded however long a proc runs; a view that wants to stay on its
     lines moves by ``rows`` rows once ``rebased`` comes.
 
+    Matches: while a filter is set (``marking``), the ``styled`` role marks
+    every match inside each line on ``matchColor`` (see
+    :mod:`procwindow.qt.highlight`; a view draws it as ``Text.RichText``), and
+    those of row ``currentMatch`` (-1: none; set by the pane's
+    :class:`~procwindow.qt.pane.OutputFind`) on ``currentMatchColor``. The
+    current match stays on its line as rows go at the front, and is none again
+    after any other reset (a new filter, another proc, ``clear()``).
+
+    Times: with ``showTimes`` the ``styled`` role starts with the time the line
+    arrived (``HH:MM:SS.mmm``, in ``timeColor``), and copies (``copyRows``,
+    ``copyAll``) put it before each line too.
+
+    The unfinished line: ``partialText`` (and ``partialStyled``) is the line
+    the proc has begun and not ended (a prompt waiting for input, a ``\r``
+    progress bar's latest state: ``Supervisor.read(partial=True)``), "" for
+    none. It is not a row: it comes after them, whatever the filter, and goes
+    once the line is complete (then it arrives as a row).
+
     Roles: ``seq``, ``stream`` (``"stdout"``/``"stderr"``), ``isStderr``,
     ``time``, ``timeText`` (``HH:MM:SS.mmm``), ``text`` (ANSI stripped; also
     ``display``), ``styled`` (HTML, see :func:`procwindow.qt.ansi.to_html`; each
@@ -136,6 +162,11 @@ class OutputModel(QAbstractListModel):
     filterErrorChanged = Signal()
     filteringChanged = Signal()
     darkBackgroundChanged = Signal()
+    markingChanged = Signal()
+    currentMatchChanged = Signal()
+    showTimesChanged = Signal()
+    colorsChanged = Signal()
+    partialChanged = Signal()
     earlierLinesChanged = Signal()
     rebasing = Signal(int)
     """A reset comes next that only drops the oldest ``rows`` rows (see Rebasing)."""
@@ -162,6 +193,12 @@ class OutputModel(QAbstractListModel):
         self._filter_error = ""
         self._dark = False
         self._palette = ansi.LIGHT_PALETTE
+        self._marker: Marker | None = None
+        self._current = -1  # the row of the current match
+        self._show_times = False
+        self._colors = {key: QColor(value) for key, value in DEFAULT_COLORS.items()}
+        self._css = {key: _css(color) for key, color in self._colors.items()}
+        self._partial: Line | None = None
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
         self._frame = QTimer(self)
@@ -188,6 +225,7 @@ class OutputModel(QAbstractListModel):
         self._pump = None
         self._proc_id = proc_id
         self._buf.reset()
+        self._partial = None
         self._cursor = 0
         self._reading = self._backlog = False
         proc = self._find_proc()
@@ -202,8 +240,10 @@ class OutputModel(QAbstractListModel):
             self._buf.drop_front(len(self._buf.lines) - self._buf.max_lines)
             self._buf.scan(FILTER_BUDGET)
         self.endResetModel()
+        self._set_current(-1)
         self.procIdChanged.emit()
         self.headerChanged.emit()
+        self.partialChanged.emit()
         self._emit_counts(*counts)
         self._schedule()
 
@@ -214,6 +254,10 @@ class OutputModel(QAbstractListModel):
             return self._sup.get(self._proc_id)
         except ProcNotFound:
             return None
+
+    def proc(self) -> Proc | None:
+        """The proc shown, as the supervisor has it now (None: none, or forgotten)."""
+        return self._find_proc()
 
     def _get_header(self) -> str:
         return f"Output for PID {self._proc_id}" if self._proc_id >= 0 else "Output"
@@ -247,27 +291,97 @@ class OutputModel(QAbstractListModel):
 
     def _refilter(self) -> None:
         """Apply the filter properties: one reset, then the scan goes on frame by frame."""
+        text, regex, case = self._filter_text, self._filter_regex, self._case_sensitive
         try:
-            matcher = compile_filter(self._filter_text, self._filter_regex, self._case_sensitive)
+            matcher = compile_filter(text, regex, case)
+            marker = compile_marker(text, regex, case)
         except FilterError as exc:
             set_stored(self, "_filter_error", str(exc), OutputModel.filterErrorChanged)
             return  # keep showing what the last valid filter showed
         set_stored(self, "_filter_error", "", OutputModel.filterErrorChanged)
         counts = self._counts()
+        marking = self._marker is not None
         self.beginResetModel()
         self._removed = 0
+        self._marker = marker
         self._buf.set_filter(matcher)
         self._buf.scan(FILTER_BUDGET)
         self.endResetModel()
+        self._set_current(-1)
+        if marking != (marker is not None):
+            self.markingChanged.emit()
         self._emit_counts(*counts)
         self._schedule()
 
     def _restyle(self) -> None:
-        """Apply darkBackground: the ``styled`` role of every row changes."""
+        """Apply darkBackground, showTimes or a colour: every line is drawn anew."""
         self._palette = ansi.DARK_PALETTE if self._dark else ansi.LIGHT_PALETTE
         rows = self._buf.row_count
         if rows:
             self.dataChanged.emit(self.index(0), self.index(rows - 1), [OutputRole.STYLED])
+        if self._partial is not None:
+            self.partialChanged.emit()
+
+    def _get_marking(self) -> bool:
+        return self._marker is not None
+
+    def _get_current(self) -> int:
+        return self._current
+
+    def _set_current(self, row: int) -> None:
+        """Make ``row`` the current match (-1, or any row out of range: none)."""
+        row = row if 0 <= row < self._buf.row_count else -1
+        old, self._current = self._current, row
+        if row == old:
+            return
+        if self._marker is not None:
+            for changed in (old, row):
+                if 0 <= changed < self._buf.row_count:
+                    index = self.index(changed)
+                    self.dataChanged.emit(index, index, [OutputRole.STYLED])
+        self.currentMatchChanged.emit()
+
+    def _shift_current(self, rows: int) -> None:
+        """The oldest ``rows`` rows went: the current match is ``rows`` rows up (or gone)."""
+        if self._current >= 0 and rows > 0:
+            row = self._current - rows
+            self._current = max(row, -1)
+            self.currentMatchChanged.emit()
+
+    def _color(self, key: str) -> QColor:
+        return QColor(self._colors[key])
+
+    def _set_color(self, key: str, color: QColor) -> None:
+        color = QColor(color)
+        if color == self._colors[key]:
+            return
+        self._colors[key] = color
+        self._css[key] = _css(color)
+        self.colorsChanged.emit()
+        self._restyle()
+
+    def _get_partial_text(self) -> str:
+        partial = self._partial
+        return "" if partial is None else ansi.strip_ansi(partial.text)
+
+    def _get_partial_styled(self) -> str:
+        partial = self._partial
+        if partial is None:
+            return ""
+        html = self._styled(partial.text, ansi.strip_ansi(partial.text), -1, partial.time)
+        # A prompt's last space is where the answer goes: keep it (HTML drops it).
+        return html[:-1] + "&nbsp;" if html.endswith(" ") else html
+
+    def _get_partial_is_stderr(self) -> bool:
+        return self._partial is not None and self._partial.stream is Stream.STDERR
+
+    def _set_partial(self, partial: Line | None) -> None:
+        old = self._partial
+        self._partial = partial
+        if (old and (old.text, old.stream, old.time)) != (
+            partial and (partial.text, partial.stream, partial.time)
+        ):
+            self.partialChanged.emit()
 
     procId = qt_property(int, _get_proc_id, _set_proc_id, notify=procIdChanged)
     """The proc shown (the supervisor's id), -1 for none."""
@@ -295,6 +409,40 @@ class OutputModel(QAbstractListModel):
     """Lines of the proc before the oldest one held: not shown here, in the log files."""
     darkBackground = stored_property(bool, "_dark", darkBackgroundChanged, on_change=_restyle)
     """Choose ANSI colours for a dark output pane (default: a light one)."""
+    marking = qt_property(bool, _get_marking, notify=markingChanged)
+    """True while a filter is in effect: ``styled`` marks its matches (a view
+    draws them as ``Text.RichText``)."""
+    currentMatch = qt_property(int, _get_current, _set_current, notify=currentMatchChanged)
+    """The row of the current match, marked on ``currentMatchColor``; -1 for none."""
+    showTimes = stored_property(bool, "_show_times", showTimesChanged, on_change=_restyle)
+    """Start each line (and each copied line) with the time it arrived."""
+    matchColor = qt_property(
+        QColor,
+        lambda self: self._color("match"),
+        lambda self, c: self._set_color("match", c),
+        notify=colorsChanged,
+    )
+    """The background of a match (translucent, to read on a light or a dark pane)."""
+    currentMatchColor = qt_property(
+        QColor,
+        lambda self: self._color("currentMatch"),
+        lambda self, c: self._set_color("currentMatch", c),
+        notify=colorsChanged,
+    )
+    """The background of the current match's matches."""
+    timeColor = qt_property(
+        QColor,
+        lambda self: self._color("time"),
+        lambda self, c: self._set_color("time", c),
+        notify=colorsChanged,
+    )
+    """The colour of the times ``showTimes`` shows."""
+    partialText = qt_property(str, _get_partial_text, notify=partialChanged)
+    """The unfinished line (ANSI stripped), "" for none."""
+    partialStyled = qt_property(str, _get_partial_styled, notify=partialChanged)
+    """The unfinished line as ``styled`` renders a row (its time too, with ``showTimes``)."""
+    partialIsStderr = qt_property(bool, _get_partial_is_stderr, notify=partialChanged)
+    """True when the unfinished line is on stderr."""
 
     # -- Qt model interface ------------------------------------------------------
 
@@ -313,7 +461,7 @@ class OutputModel(QAbstractListModel):
             case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
                 return self._buf.text(pos)
             case OutputRole.STYLED:
-                return ansi.to_html(text, self._palette)
+                return self._styled(text, pos, index.row(), when)
             case OutputRole.SEQ:
                 return seq
             case OutputRole.STREAM:
@@ -329,6 +477,21 @@ class OutputModel(QAbstractListModel):
             case _:
                 return empty_data(role)
 
+    def _styled(self, text: str, plain: str | int, row: int, when: float) -> str:
+        """The ``styled`` HTML of a line: its raw ``text``; ``plain``, its stripped
+        text or its position in the buffer; ``row`` (-1: not a row)."""
+        marker = self._marker
+        if marker is None:
+            html = ansi.to_html(text, self._palette)
+        else:
+            if isinstance(plain, int):
+                plain = self._buf.text(plain)
+            color = self._css["currentMatch" if row == self._current else "match"]
+            html = highlight.marked_html(text, marker(plain), color, self._palette)
+        if self._show_times:
+            return highlight.time_html(time_text(when, millis=True), self._css["time"]) + html
+        return html
+
     # -- slots -----------------------------------------------------------------
 
     @Slot()
@@ -339,17 +502,26 @@ class OutputModel(QAbstractListModel):
         self._removed = 0
         self._buf.clear()
         self.endResetModel()
+        self._set_current(-1)
         self._emit_counts(*counts)
+
+    @Slot(int, result=int)
+    def rowOfSeq(self, seq: int) -> int:
+        """The row showing the proc's line ``seq``, -1 if none does (not held,
+        or filtered out)."""
+        return self._buf.row_of_seq(seq)
 
     @Slot(list, result=str)
     def copyRows(self, rows: list[int]) -> str:
-        """The plain text of these rows, in row order, one per line."""
-        return self._buf.copy_rows(rows)
+        """The plain text of these rows, in row order, one per line (each after
+        its time with ``showTimes``)."""
+        return self._buf.copy_rows(rows, self._show_times)
 
     @Slot(result=str)
     def copyAll(self) -> str:
-        """The plain text (ANSI stripped) of every row, one per line."""
-        return self._buf.copy_all()
+        """The plain text (ANSI stripped) of every row, one per line (each after
+        its time with ``showTimes``)."""
+        return self._buf.copy_all(self._show_times)
 
     @Slot(result=list)
     def logFiles(self) -> list[str]:
@@ -409,18 +581,28 @@ class OutputModel(QAbstractListModel):
                 # Lines this far behind would be trimmed as soon as they came in:
                 # skip to the newest maxLines (the log file keeps everything).
                 self._cursor = newest - self._buf.max_lines
-            batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit)
+            batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit, partial=True)
         except ProcNotFound:  # dismissed: what we hold stays on screen
             self._stop_following()
             return
-        self._buf.extend(batch.lines)
+        lines = batch.lines
+        # Unfinished lines come last, and only in a read that reached the end;
+        # the cursor stays before them: the next read has them again, or their end.
+        complete = len(lines)
+        while complete and lines[complete - 1].partial:
+            complete -= 1
+        self._set_partial(lines[-1] if complete < len(lines) else None)
+        if complete < len(lines):
+            lines = lines[:complete]
+        self._buf.extend(lines)
         self._cursor = batch.cursor
-        self._backlog = limit is not None and len(batch.lines) >= limit
+        self._backlog = limit is not None and len(lines) >= limit
         if batch.eof:  # both pipes closed and all read: nothing more will come
             self._stop_following()
 
     def _stop_following(self) -> None:
         self._reading = False
+        self._set_partial(None)
         self._lifeline.release(self._pump)
         self._pump = None
 
@@ -435,6 +617,7 @@ class OutputModel(QAbstractListModel):
             self._removed = 0
             self._buf.drop_front(trim.lines)
             self.endResetModel()
+            self._shift_current(trim.rows)
             self.rebased.emit(trim.rows)
             return
         self._removed += trim.rows
@@ -443,6 +626,7 @@ class OutputModel(QAbstractListModel):
         self._buf.drop_front(trim.lines)
         if trim.rows > 0:
             self.endRemoveRows()
+            self._shift_current(trim.rows)
 
     def _show_new(self) -> None:
         """One beginInsertRows for the lines that became rows this frame."""

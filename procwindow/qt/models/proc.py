@@ -5,6 +5,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from PySide6.QtCore import QAbstractTableModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
@@ -29,7 +30,9 @@ from .._support import (
     qt_property,
     resolve_supervisor,
     scope_properties,
+    set_stored,
 )
+from ..sampler import Drawing, RowSampler, StatsHistory, cpu_text, memory_text
 from .format import status_color, status_text, time_text
 from .roles import (
     AGENT_COLUMNS,
@@ -39,13 +42,21 @@ from .roles import (
     ROOT,
     RUNTIME_ROLES,
     SESSION_COLUMNS,
+    SORTABLE_COLUMNS,
     STATE_ROLES,
+    STATS_ROLES,
     ModelIndex,
     ProcColumn,
     ProcRole,
 )
 
-__all__ = ["TICK_INTERVAL_MS", "VISIBLE_MARGIN", "ProcModel"]
+__all__ = [
+    "OFFSCREEN_SAMPLES",
+    "REORDER_QUIET_MS",
+    "TICK_INTERVAL_MS",
+    "VISIBLE_MARGIN",
+    "ProcModel",
+]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
@@ -55,6 +66,24 @@ TICK_INTERVAL_MS = 1000
 #: Rows refreshed beyond each end of the visible range: delegates a view keeps
 #: just outside its viewport stay current while it scrolls.
 VISIBLE_MARGIN = 8
+#: Milliseconds the rows wait, once the pointer has left the table, before they
+#: take the order their changed values give them (see ``orderHeld``).
+REORDER_QUIET_MS = 500
+#: Running rows off screen whose latest CPU and memory are read per tick while the
+#: table is sorted by one of them (in turn, so that each climbs into view in time).
+OFFSCREEN_SAMPLES = 32
+
+# The order of the states in a sort by status.
+_STATE_RANK = {
+    ProcState.STARTING: 0,
+    ProcState.RUNNING: 1,
+    ProcState.STOPPING: 2,
+    ProcState.EXITED: 3,
+}
+# The columns whose values a tick, a sample or a state change can change.
+_RUNTIME_SORT = frozenset({ProcColumn.RUNTIME})
+_STATS_SORT = frozenset({ProcColumn.CPU, ProcColumn.MEMORY})
+_STATE_SORT = frozenset({ProcColumn.STATUS, ProcColumn.RUNTIME, *_STATS_SORT})
 
 
 def _valid_scope(session: str, agent: str) -> bool:
@@ -90,6 +119,10 @@ class _ProcRow:
     # The id the row is ordered by: its own, or, for a restart shown in its
     # predecessor's place, the predecessor's. Rows are sorted by it, descending.
     order: int
+    # Sorted by a column, the row's place: (value, tie...), taken when the rows
+    # were last put in order (or when it came), so that changing values move no
+    # row until the model reorders them (see ProcModel.orderHeld).
+    key: tuple[Any, ...] = ()
 
     @classmethod
     def of(cls, proc: Proc) -> _ProcRow:
@@ -108,6 +141,14 @@ def _neg_order(row: _ProcRow) -> int:
     return -row.order
 
 
+def _first(pair: tuple[tuple[Any, ...], _ProcRow]) -> tuple[Any, ...]:
+    return pair[0]
+
+
+def _neg_id(row: _ProcRow) -> int:
+    return -row.proc.id
+
+
 @QmlElement
 class ProcModel(QAbstractTableModel):
     """The processes of one scope, newest first: the ProcWindow's table.
@@ -122,9 +163,36 @@ class ProcModel(QAbstractTableModel):
     column after PID; ``session == ""`` shows nothing. Setting ``session`` or
     ``agent`` (or both at once with ``setScope``) re-scopes the model with one
     reset. Columns (``columnNames``): ``pid``, [``agent``], ``tool``, ``status``,
-    ``runtime``, ``actions``. Every role is answered at every column;
-    ``display`` is the text of the cell's column (empty for ``actions``) and
-    ``columnName`` names the column, for a ``DelegateChooser``.
+    ``runtime``, ``cpu``, ``memory``, ``actions``. Every role is answered at every
+    column; ``display`` is the text of the cell's column (empty for ``actions``)
+    and ``columnName`` names the column, for a ``DelegateChooser``.
+
+    **Sorting.** ``sortBy(column, descending)`` (or ``cycleSort(column)``, a click
+    on a header: ascending, descending, back to the default) orders the rows by a
+    column, ties in the default order; ``sortBy("", False)`` is the default order.
+    The model sorts its own rows, so every row number it gives (``rowOf``,
+    ``procIdAt``, ``setVisibleRows``) is the row on screen. A new row comes in at
+    its place; a restart told to ``keepPlace`` still takes its predecessor's row.
+    Values that change (runtime, CPU, memory, status) reorder the rows at the
+    tick that changed them, as one ``layoutChanged`` — but not while
+    ``orderHeld`` (the view sets it while the pointer is over its rows or presses
+    one): then ``reorderPending`` turns true, and the rows move
+    :data:`REORDER_QUIET_MS` after the hold ends. A row under the pointer stays
+    under it.
+
+    **CPU and memory.** The same 1 s timer samples ``Supervisor.stats`` (the
+    proc's whole tree) for the running rows the view shows — every running row
+    until ``setVisibleRows`` says which — through one
+    :class:`~procwindow.qt.sampler.RowSampler`, and announces ``dataChanged`` on
+    the CPU and Mem columns for the rows sampled (roles ``cpuPercent``,
+    ``cpuText``, ``cpuHistory``, ``memory``, ``memoryText``, ``memoryHistory``,
+    ``statsLive``, ``samples``). A row keeps the last 60 samples it was given
+    (the ``*History`` roles: heights 0…1, NaN where sampling paused; a
+    ``Sparkline`` reads them as polylines through :meth:`sparkline` when
+    ``samples`` changes); an exited row is no longer sampled, keeps its history
+    (``statsLive`` false) and reads ``–``.
+    Sorted by CPU or memory, :data:`OFFSCREEN_SAMPLES` running rows off screen
+    also have their latest values read per tick, so that a busy proc climbs in.
 
     Status changes (``stopping``, exited) arrive as supervisor events and are
     announced as one ``dataChanged`` per run of rows, across all columns, with
@@ -154,6 +222,9 @@ class ProcModel(QAbstractTableModel):
     countChanged = Signal()
     titleChanged = Signal()
     columnNamesChanged = Signal()
+    sortChanged = Signal()
+    orderHeldChanged = Signal()
+    reorderPendingChanged = Signal()
 
     def __init__(
         self,
@@ -174,11 +245,22 @@ class ProcModel(QAbstractTableModel):
         self._places: dict[int, int] = {}  # a restart's id -> the id whose place it takes
         self._running: set[int] = set()  # ids of rows not yet announced as exited
         self._visible: tuple[int, int] | None = None
+        self._sampler = RowSampler(self._sup.stats, TICK_INTERVAL_MS / 1000)
+        self._sort_column: ProcColumn | None = None
+        self._descending = False
+        self._held = False
+        self._dirty = False  # values changed since the rows were put in order
+        self._pending = False  # ... and the reorder waits for the hold to end
+        self._offscreen_next = 0
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
         self._timer = QTimer(self)
         self._timer.setInterval(TICK_INTERVAL_MS)
-        self._timer.timeout.connect(self.tick)
+        self._timer.timeout.connect(self._on_timer)
+        self._reorder_timer = QTimer(self)
+        self._reorder_timer.setSingleShot(True)
+        self._reorder_timer.setInterval(REORDER_QUIET_MS)
+        self._reorder_timer.timeout.connect(self._reorder_later)
         self._attach()
 
     # -- scope -----------------------------------------------------------------
@@ -196,6 +278,28 @@ class ProcModel(QAbstractTableModel):
     def _get_column_names(self) -> list[str]:
         return [c.value for c in self._columns]
 
+    def _get_sort_column(self) -> str:
+        return self._sort_column.value if self._sort_column is not None else ""
+
+    def _get_sort_descending(self) -> bool:
+        return self._descending
+
+    def _get_order_held(self) -> bool:
+        return self._held
+
+    def _set_order_held(self, held: bool) -> None:
+        if held == self._held:
+            return
+        self._held = held
+        if held:
+            self._reorder_timer.stop()
+        elif self._dirty:
+            self._reorder_timer.start()
+        self.orderHeldChanged.emit()
+
+    def _get_reorder_pending(self) -> bool:
+        return self._pending
+
     session, agent = scope_properties(sessionChanged, agentChanged)
     """The ``session`` shown ("" for none) and ``agent`` ("" for every agent of it)."""
     count = qt_property(int, _get_count, notify=countChanged)
@@ -204,6 +308,14 @@ class ProcModel(QAbstractTableModel):
     """The window title: ``Processes - {session}/{agent}`` or ``Processes - {session}``."""
     columnNames = qt_property(list, _get_column_names, notify=columnNamesChanged)
     """The ``ProcColumn`` value of each column, in order."""
+    sortColumn = qt_property(str, _get_sort_column, notify=sortChanged)
+    """The column the rows are sorted by ("" for the default order: newest first)."""
+    sortDescending = qt_property(bool, _get_sort_descending, notify=sortChanged)
+    """True when sorted by ``sortColumn``, largest first."""
+    orderHeld = qt_property(bool, _get_order_held, _set_order_held, notify=orderHeldChanged)
+    """True while the rows must not move under the pointer: reorders wait."""
+    reorderPending = qt_property(bool, _get_reorder_pending, notify=reorderPendingChanged)
+    """True while changed values wait for ``orderHeld`` to end to reorder the rows."""
 
     @Slot(str, str)
     def setScope(self, session: str, agent: str) -> None:
@@ -211,11 +323,14 @@ class ProcModel(QAbstractTableModel):
         if (session, agent) == (self._session, self._agent):
             return
         old = (self._session, self._agent, self._get_title(), self._columns, len(self._rows))
+        sort = self._sort_column
         self.beginResetModel()
         self._detach()
         self._session, self._agent = session, agent
         self._attach()
         self.endResetModel()
+        if sort != self._sort_column:
+            self.sortChanged.emit()
         if old[0] != session:
             self.sessionChanged.emit()
         if old[1] != agent:
@@ -234,6 +349,10 @@ class ProcModel(QAbstractTableModel):
 
     def _attach(self) -> None:
         self._columns = AGENT_COLUMNS if self._agent else SESSION_COLUMNS
+        if self._sort_column not in self._columns:  # the Agent column went
+            self._sort_column, self._descending = None, False
+        self._sampler.clear()
+        self._set_dirty(False)
         pattern = self._pattern()
         if pattern is None:
             self._rows, self._running = [], set()
@@ -251,6 +370,7 @@ class ProcModel(QAbstractTableModel):
         self._lifeline.release(self._pump)
         self._pump = None
         self._timer.stop()
+        self._reorder_timer.stop()
 
     def close(self) -> None:
         """Stop following the supervisor (the rows stay). Done on destruction too."""
@@ -327,6 +447,25 @@ class ProcModel(QAbstractTableModel):
             case ProcRole.COLUMN_NAME:
                 column = index.column()
                 return self._columns[column].value if 0 <= column < len(self._columns) else ""
+            case ProcRole.CPU_PERCENT:
+                return self._cpu(r)
+            case ProcRole.CPU_TEXT:
+                return cpu_text(self._cpu(r))
+            case ProcRole.MEMORY:
+                return self._memory(r)
+            case ProcRole.MEMORY_TEXT:
+                return memory_text(self._memory(r))
+            case ProcRole.CPU_HISTORY:
+                h = self._sampler.history(p.id)
+                return h.cpu_points() if h is not None else []
+            case ProcRole.MEMORY_HISTORY:
+                h = self._sampler.history(p.id)
+                return h.rss_points() if h is not None else []
+            case ProcRole.STATS_LIVE:
+                return r.exit is None and self._sampler.history(p.id) is not None
+            case ProcRole.SAMPLES:
+                h = self._sampler.history(p.id)
+                return h.count if h is not None else 0
             case _:
                 return empty_data(role)
 
@@ -344,6 +483,10 @@ class ProcModel(QAbstractTableModel):
                 return status_text(r.state, r.exit)
             case ProcColumn.RUNTIME:
                 return format_runtime(self._runtime(r))
+            case ProcColumn.CPU:
+                return cpu_text(self._cpu(r))
+            case ProcColumn.MEMORY:
+                return memory_text(self._memory(r))
             case _:
                 return ""
 
@@ -354,6 +497,34 @@ class ProcModel(QAbstractTableModel):
             return self._sup.runtime(r.proc.id)
         except ProcNotFound:  # dismissed; its event is on the way
             return 0.0
+
+    def _live_history(self, r: _ProcRow) -> StatsHistory | None:
+        """The samples of a running row (None once it exited: it reads "–")."""
+        return self._sampler.history(r.proc.id) if r.exit is None else None
+
+    def _cpu(self, r: _ProcRow) -> float:
+        h = self._live_history(r)
+        return h.cpu_now if h is not None else -1.0
+
+    def _memory(self, r: _ProcRow) -> int:
+        h = self._live_history(r)
+        return h.rss_now if h is not None else -1
+
+    def history(self, proc_id: int) -> StatsHistory | None:
+        """What proc ``proc_id`` was sampled (for tests and tools), or None."""
+        return self._sampler.history(proc_id)
+
+    def sparkline(self, proc_id: int, series: str) -> Drawing | None:
+        """What a :class:`~procwindow.qt.sparkline.Sparkline` draws for proc
+        ``proc_id``'s ``series`` (``"cpu"`` or ``"memory"``): its trace as it is now."""
+        h = self._sampler.history(proc_id)
+        if h is None:
+            return None
+        if series == ProcColumn.CPU:
+            return h.cpu_trace.runs, float(h.cpu_trace.last), h.cpu_top()
+        if series == ProcColumn.MEMORY:
+            return h.rss_trace.runs, float(h.rss_trace.last), h.rss_top()
+        return None
 
     # -- lookups ---------------------------------------------------------------
 
@@ -390,6 +561,10 @@ class ProcModel(QAbstractTableModel):
         if row < 0 or target < 0:
             return
         self._rows[row].order = self._rows[target].order
+        if self._sort_column is not None:
+            self._rows[row].key = self._key_before(self._rows[row], self._rows[target])
+            self._move_to_key(row)
+            return
         if row == target - 1:
             return
         # beginMoveRows takes the row to move before, in the rows as they are now.
@@ -401,10 +576,16 @@ class ProcModel(QAbstractTableModel):
 
     def _arrange(self, procs: list[Proc]) -> list[_ProcRow]:
         """Rows for ``procs`` (newest first), each restart given to keepPlace in its
-        predecessor's row."""
+        predecessor's row; then sorted, if a column sorts them."""
         rows = [_ProcRow.of(p) for p in procs]
+        self._place(rows)
+        return self._sorted(rows) if self._sort_column is not None else rows
+
+    def _place(self, rows: list[_ProcRow]) -> None:
+        """Move each restart given to keepPlace into its predecessor's row (``rows``:
+        newest first, each ordered by its own id)."""
         if not self._places:
-            return rows
+            return
         # In the order the restarts happened, as keepPlace would have moved them.
         by_id = {r.proc.id: r for r in rows}
         for proc_id in sorted(self._places.keys() & by_id.keys()):
@@ -415,7 +596,166 @@ class ProcModel(QAbstractTableModel):
             rows.remove(row)
             rows.insert(rows.index(predecessor), row)
             row.order = predecessor.order
+
+    # -- sorting -------------------------------------------------------------------
+
+    @Slot(str, bool)
+    def sortBy(self, column: str, descending: bool) -> None:
+        """Sort the rows by ``column`` (a ``columnNames`` entry; "": the default order).
+
+        Applied at once, whatever ``orderHeld`` says (the person asked for it).
+        Unknown, unsortable (``actions``) or absent columns are ignored.
+        """
+        if not column:
+            target: ProcColumn | None = None
+        elif column in SORTABLE_COLUMNS and column in self._columns:
+            target = ProcColumn(column)
+        else:
+            return
+        descending = descending and target is not None
+        if (target, descending) == (self._sort_column, self._descending):
+            return
+        self._sort_column, self._descending = target, descending
+        self._set_dirty(False)
+        self._reorder(self._sorted(self._rows) if target is not None else self._default_rows())
+        self.sortChanged.emit()
+
+    @Slot(str)
+    def cycleSort(self, column: str) -> None:
+        """A click on ``column``'s header: sort by it ascending, then descending, then
+        back to the default order."""
+        if column != self._get_sort_column():
+            self.sortBy(column, False)
+        elif not self._descending:
+            self.sortBy(column, True)
+        else:
+            self.sortBy("", False)
+
+    def _sort_value(self, r: _ProcRow) -> Any:
+        match self._sort_column:
+            case ProcColumn.PID:
+                return r.proc.id
+            case ProcColumn.AGENT:
+                return r.proc.agent.casefold()
+            case ProcColumn.TOOL:
+                return (r.proc.tool.casefold(), r.cmd)
+            case ProcColumn.STATUS:
+                return (_STATE_RANK[r.state], status_text(r.state, r.exit))
+            case ProcColumn.RUNTIME:
+                return self._runtime(r)
+            case ProcColumn.CPU:
+                return self._cpu(r)
+            case ProcColumn.MEMORY:
+                return self._memory(r)
+            case _:
+                return 0
+
+    def _sort_key(self, r: _ProcRow) -> tuple[Any, ...]:
+        # Ties keep the default order (newest first, restarts above their
+        # predecessor) in both directions; the id makes every key distinct.
+        value = self._sort_value(r)
+        if self._descending:
+            return (value, r.order, r.proc.id)
+        return (value, -r.order, -r.proc.id)
+
+    def _key_before(self, r: _ProcRow, predecessor: _ProcRow) -> tuple[Any, ...]:
+        """The key that puts restart ``r`` right above ``predecessor`` (whose order it took)."""
+        if self._descending:
+            return (predecessor.key[0], r.order, r.proc.id)
+        return (predecessor.key[0], -r.order, -r.proc.id)
+
+    def _keyed(self, rows: list[_ProcRow]) -> list[tuple[tuple[Any, ...], _ProcRow]]:
+        """``rows`` with their keys as of now, in the order of the sort column."""
+        pairs = [(self._sort_key(r), r) for r in rows]
+        # Keys are distinct (they end with the id): no two rows are ever compared.
+        pairs.sort(key=_first, reverse=self._descending)
+        return pairs
+
+    def _sorted(self, rows: list[_ProcRow]) -> list[_ProcRow]:
+        """``rows`` in the order of the sort column, each given its key."""
+        pairs = self._keyed(rows)
+        for key, r in pairs:
+            r.key = key
+        return [r for _, r in pairs]
+
+    def _default_rows(self) -> list[_ProcRow]:
+        """The rows in the default order, as a fresh snapshot would arrange them."""
+        rows = sorted(self._rows, key=_neg_id)
+        for r in rows:
+            r.order, r.key = r.proc.id, ()
+        self._place(rows)
         return rows
+
+    def _position(self, key: tuple[Any, ...], rows: list[_ProcRow]) -> int:
+        """Where a row with ``key`` goes among ``rows`` (sorted by their keys)."""
+        low, high = 0, len(rows)
+        while low < high:
+            mid = (low + high) // 2
+            other = rows[mid].key
+            if (other > key) if self._descending else (other < key):
+                low = mid + 1
+            else:
+                high = mid
+        return low
+
+    def _move_to_key(self, row: int) -> None:
+        """Move ``row`` to where its key puts it among the other rows."""
+        others = self._rows[:row] + self._rows[row + 1 :]
+        at = self._position(self._rows[row].key, others)
+        if at == row:
+            return
+        # beginMoveRows takes the row to move before, in the rows as they are now.
+        self.beginMoveRows(ROOT, row, row, ROOT, at if at < row else at + 1)
+        moved = self._rows.pop(row)
+        self._rows.insert(at, moved)
+        self._from_end = None
+        self.endMoveRows()
+
+    def _reorder(self, rows: list[_ProcRow]) -> None:
+        """Show ``rows`` (the same rows, reordered) with one ``layoutChanged``."""
+        if all(a is b for a, b in zip(rows, self._rows, strict=True)):
+            return
+        self.layoutAboutToBeChanged.emit()
+        persistent = self.persistentIndexList()
+        where = [(self._rows[i.row()].proc.id, i.column()) for i in persistent]
+        self._rows = rows
+        self._from_end = None
+        self.changePersistentIndexList(
+            persistent, [self.index(self.rowOf(proc_id), column) for proc_id, column in where]
+        )
+        self.layoutChanged.emit()
+
+    def _values_changed(self, columns: frozenset[ProcColumn]) -> None:
+        """Values of ``columns`` changed: the rows are out of order if sorted by one."""
+        if self._sort_column in columns:
+            self._dirty = True
+
+    def _settle_order(self) -> None:
+        """Reorder the rows now if their values changed, unless the order is held."""
+        if not self._dirty:
+            return
+        if self._sort_column is None:
+            self._set_dirty(False)
+            return
+        pairs = self._keyed(self._rows)
+        moved = any(r is not old for (_, r), old in zip(pairs, self._rows, strict=True))
+        if moved and (self._held or self._reorder_timer.isActive()):
+            self._set_dirty(True, pending=True)
+            return
+        # In order (or free to move): the rows take their new keys.
+        for key, r in pairs:
+            r.key = key
+        self._set_dirty(False)
+        if moved:
+            self._reorder([r for _, r in pairs])
+
+    def _reorder_later(self) -> None:
+        """The quiet time after a hold ended is over."""
+        self._settle_order()
+
+    def _set_dirty(self, dirty: bool, *, pending: bool = False) -> None:
+        self._dirty = dirty
+        set_stored(self, "_pending", dirty and pending, ProcModel.reorderPendingChanged)
 
     # -- runtime refresh ---------------------------------------------------------
 
@@ -435,24 +775,44 @@ class ProcModel(QAbstractTableModel):
             changed = [i for i in rows if self._rows[i].exit is None and self._rows[i].catch_up()]
             self._announce_state(changed)
 
-    def _window(self) -> range:
+    def _window(self, margin: int = VISIBLE_MARGIN) -> range:
         if self._visible is None:
             return range(len(self._rows))
         first, last = self._visible
-        return range(
-            max(first - VISIBLE_MARGIN, 0), min(last + VISIBLE_MARGIN + 1, len(self._rows))
-        )
+        return range(max(first - margin, 0), min(last + margin + 1, len(self._rows)))
+
+    def _live(self, margin: int) -> list[int]:
+        """The running rows in view (``margin`` rows beyond each end), ascending;
+        every running row while the view has not said what it shows."""
+        rows = self._rows
+        if self._visible is not None:
+            return [i for i in self._window(margin) if rows[i].exit is None]
+        if len(self._running) * 8 < len(rows):
+            # Few running among many rows: find each (binary search by id).
+            return sorted(i for i in map(self.rowOf, self._running) if i >= 0)
+        return [i for i, r in enumerate(rows) if r.exit is None]
+
+    def _on_timer(self) -> None:
+        self._tick()
+        self._sample()
+        self._settle_order()
+        self._update_timer()
 
     def tick(self) -> None:
         """Refresh the runtime of running rows now (the timer does it once a second)."""
+        self._tick()
+        self._settle_order()
+        self._update_timer()
+
+    def sample(self) -> None:
+        """Sample CPU and memory of the running rows in view now (the timer does it
+        once a second, after the runtime tick)."""
+        self._sample()
+        self._settle_order()
+
+    def _tick(self) -> None:
         rows = self._rows
-        if self._visible is not None:
-            live = [i for i in self._window() if rows[i].exit is None]
-        elif len(self._running) * 8 < len(rows):
-            # Few running among many rows: find each (binary search by id).
-            live = sorted(i for i in map(self.rowOf, self._running) if i >= 0)
-        else:
-            live = [i for i, r in enumerate(rows) if r.exit is None]
+        live = self._live(VISIBLE_MARGIN)
         changed = [i for i in live if rows[i].catch_up()]
         for i in changed:
             if rows[i].exit is not None:
@@ -464,12 +824,39 @@ class ProcModel(QAbstractTableModel):
             self.dataChanged.emit(
                 self.index(first, column), self.index(last, column), RUNTIME_ROLES
             )
-        self._update_timer()
+        if live:
+            self._values_changed(_RUNTIME_SORT)
+
+    def _sample(self) -> None:
+        rows = self._rows
+        live = self._live(0)
+        sampled = set(self._sampler.sample(rows[i].proc.id for i in live))
+        cpu, memory = self._columns.index(ProcColumn.CPU), self._columns.index(ProcColumn.MEMORY)
+        for first, last in _ranges(i for i in live if rows[i].proc.id in sampled):
+            self.dataChanged.emit(self.index(first, cpu), self.index(last, memory), STATS_ROLES)
+        if self._sort_column in _STATS_SORT:
+            self._sample_offscreen({rows[i].proc.id for i in live})
+        if sampled:
+            self._values_changed(_STATS_SORT)
+
+    def _sample_offscreen(self, shown: set[int]) -> None:
+        """Read the latest values of a few running rows off screen (in turn)."""
+        others = sorted(self._running - shown)
+        if not others:
+            return
+        start = self._offscreen_next % len(others)
+        batch = (others[start:] + others[:start])[:OFFSCREEN_SAMPLES]
+        self._offscreen_next = start + len(batch)
+        if self._sampler.sample(batch, ring=False):
+            self._values_changed(_STATS_SORT)
 
     def _announce_state(self, rows: Iterable[int]) -> None:
         last_column = len(self._columns) - 1
-        for first, last in _ranges(rows):
+        ranges = _ranges(rows)
+        for first, last in ranges:
             self.dataChanged.emit(self.index(first, 0), self.index(last, last_column), STATE_ROLES)
+        if ranges:
+            self._values_changed(_STATE_SORT)
 
     def _update_timer(self) -> None:
         if self._running and self._pump is not None:
@@ -506,6 +893,7 @@ class ProcModel(QAbstractTableModel):
             self._remove(dismissed)
         if len(self._rows) != count:
             self.countChanged.emit()
+        self._settle_order()
         self._update_timer()
 
     def _insert(self, proc_ids: list[int]) -> None:
@@ -521,6 +909,9 @@ class ProcModel(QAbstractTableModel):
             return
         rows = [_ProcRow.of(p) for p in sorted(new.values(), key=lambda p: -p.id)]
         self._running.update(r.proc.id for r in rows if r.exit is None)
+        if self._sort_column is not None:
+            self._insert_sorted(rows)
+            return
         placed = any(self.rowOf(self._places.get(r.proc.id, -1)) >= 0 for r in rows)
         if not placed and (not self._rows or rows[-1].order > self._rows[0].order):
             # The usual case: newer than every row, one insert at the top.
@@ -543,6 +934,22 @@ class ProcModel(QAbstractTableModel):
             self._from_end = None
             self.endInsertRows()
 
+    def _insert_sorted(self, rows: list[_ProcRow]) -> None:
+        """Insert ``rows`` (newest first) each at its place in the sorted rows."""
+        for r in reversed(rows):  # oldest first: a restart's predecessor comes before it
+            at = self.rowOf(self._places.get(r.proc.id, -1))
+            if at >= 0:
+                predecessor = self._rows[at]
+                r.order = predecessor.order
+                r.key = self._key_before(r, predecessor)
+            else:
+                r.key = self._sort_key(r)
+            at = self._position(r.key, self._rows)
+            self.beginInsertRows(ROOT, at, at)
+            self._rows.insert(at, r)
+            self._from_end = None
+            self.endInsertRows()
+
     def _refresh(self, proc_ids: set[int]) -> None:
         changed: list[int] = []
         for proc_id in proc_ids:
@@ -560,6 +967,7 @@ class ProcModel(QAbstractTableModel):
             self.beginRemoveRows(ROOT, first, last)
             for r in self._rows[first : last + 1]:
                 self._running.discard(r.proc.id)
+            self._sampler.forget(r.proc.id for r in self._rows[first : last + 1])
             del self._rows[first : last + 1]
             self._from_end = None
             self.endRemoveRows()
@@ -572,6 +980,8 @@ class ProcModel(QAbstractTableModel):
         self._rows = self._arrange(procs)
         self._from_end = None
         self._running = {r.proc.id for r in self._rows if r.exit is None}
+        self._sampler.keep_only({r.proc.id for r in self._rows})
+        self._set_dirty(False)
         self.endResetModel()
         if len(self._rows) != count:
             self.countChanged.emit()

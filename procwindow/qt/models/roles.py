@@ -21,7 +21,9 @@ __all__ = [
     "RUNTIME_ROLES",
     "SESSION_COLUMNS",
     "SESSION_ROLE_NAMES",
+    "SORTABLE_COLUMNS",
     "STATE_ROLES",
+    "STATS_ROLES",
     "TOOLTIP",
     "ModelIndex",
     "OutputRole",
@@ -64,6 +66,14 @@ class ProcRole(enum.IntEnum):
     RUNTIME = enum.auto()
     START_TEXT = enum.auto()
     COLUMN_NAME = enum.auto()
+    CPU_PERCENT = enum.auto()
+    CPU_TEXT = enum.auto()
+    CPU_HISTORY = enum.auto()
+    MEMORY = enum.auto()
+    MEMORY_TEXT = enum.auto()
+    MEMORY_HISTORY = enum.auto()
+    STATS_LIVE = enum.auto()
+    SAMPLES = enum.auto()
 
 
 PROC_ROLE_NAMES: dict[int, QByteArray] = {
@@ -89,6 +99,14 @@ PROC_ROLE_NAMES: dict[int, QByteArray] = {
     ProcRole.RUNTIME: QByteArray(b"runtime"),
     ProcRole.START_TEXT: QByteArray(b"startText"),
     ProcRole.COLUMN_NAME: QByteArray(b"columnName"),
+    ProcRole.CPU_PERCENT: QByteArray(b"cpuPercent"),
+    ProcRole.CPU_TEXT: QByteArray(b"cpuText"),
+    ProcRole.CPU_HISTORY: QByteArray(b"cpuHistory"),
+    ProcRole.MEMORY: QByteArray(b"memory"),
+    ProcRole.MEMORY_TEXT: QByteArray(b"memoryText"),
+    ProcRole.MEMORY_HISTORY: QByteArray(b"memoryHistory"),
+    ProcRole.STATS_LIVE: QByteArray(b"statsLive"),
+    ProcRole.SAMPLES: QByteArray(b"samples"),
 }
 
 
@@ -100,6 +118,8 @@ class ProcColumn(enum.StrEnum):
     TOOL = "tool"
     STATUS = "status"
     RUNTIME = "runtime"
+    CPU = "cpu"
+    MEMORY = "memory"
     ACTIONS = "actions"
 
 
@@ -110,6 +130,8 @@ COLUMN_TITLES = {
     ProcColumn.TOOL: "Tool",
     ProcColumn.STATUS: "Status",
     ProcColumn.RUNTIME: "Runtime",
+    ProcColumn.CPU: "CPU",
+    ProcColumn.MEMORY: "Mem",
     ProcColumn.ACTIONS: "Actions",
 }
 #: The columns of one agent's table.
@@ -118,10 +140,14 @@ AGENT_COLUMNS = (
     ProcColumn.TOOL,
     ProcColumn.STATUS,
     ProcColumn.RUNTIME,
+    ProcColumn.CPU,
+    ProcColumn.MEMORY,
     ProcColumn.ACTIONS,
 )
 #: The columns of a whole session's table: an Agent column after PID.
 SESSION_COLUMNS = (ProcColumn.PID, ProcColumn.AGENT, *AGENT_COLUMNS[1:])
+#: The columns a click on the header sorts by (every one but the actions).
+SORTABLE_COLUMNS = frozenset(ProcColumn) - {ProcColumn.ACTIONS}
 
 #: Roles that change when a proc changes state (stopping, exited).
 STATE_ROLES = [
@@ -137,9 +163,24 @@ STATE_ROLES = [
     ProcRole.CAN_KILL,
     ProcRole.CAN_DISMISS,
     ProcRole.CAN_RESTART,
+    ProcRole.CPU_TEXT,
+    ProcRole.MEMORY_TEXT,
+    ProcRole.STATS_LIVE,
 ]
 #: Roles that change every second while a proc runs (on the Runtime column).
 RUNTIME_ROLES = [DISPLAY, ProcRole.RUNTIME, ProcRole.RUNTIME_TEXT]
+#: Roles that change when a running proc is sampled (on the CPU and Mem columns).
+STATS_ROLES = [
+    DISPLAY,
+    ProcRole.CPU_PERCENT,
+    ProcRole.CPU_TEXT,
+    ProcRole.CPU_HISTORY,
+    ProcRole.MEMORY,
+    ProcRole.MEMORY_TEXT,
+    ProcRole.MEMORY_HISTORY,
+    ProcRole.STATS_LIVE,
+    ProcRole.SAMPLES,
+]
 
 
 # -- OutputModel -----------------------------------------------------------------

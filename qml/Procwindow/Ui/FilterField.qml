@@ -6,6 +6,7 @@ import Procwindow
 
 // The output filter: a text field with regex and case toggles and a match count.
 // It shows and writes the OutputModel's filter properties; the model does the filtering.
+// Enter and Shift+Enter ask for the next and the previous match; the page moves there.
 TextField {
     id: field
 
@@ -15,6 +16,7 @@ TextField {
     property string shortcutText: "Ctrl+F"
     readonly property bool invalid: outputModel.filterError.length > 0
     readonly property string toolTipText: qsTr("Filter lines") + "  ·  " + shortcutText + qsTr(", Esc clears")
+                                          + qsTr("; Enter / Shift+Enter: next / previous match")
     // Over a toggle, its own tooltip shows (the attached ToolTip is one shared popup).
     readonly property bool toggleHovered: regexToggle.hovered || caseToggle.hovered
 
@@ -33,9 +35,18 @@ TextField {
     selectByMouse: true
     hoverEnabled: true
 
+    signal nextRequested()
+    signal previousRequested()
+
     // Two-way: typing sets the model's filter, and a filter cleared elsewhere (Esc) empties the field.
     text: outputModel.filterText
     onTextEdited: outputModel.filterText = text
+
+    // Enter is the window's "stream" shortcut elsewhere; here it goes from match to match.
+    Keys.onShortcutOverride: event => event.accepted = event.key === Qt.Key_Return || event.key === Qt.Key_Enter
+    Keys.onReturnPressed: event => field.moveTo(event)
+    Keys.onEnterPressed: event => field.moveTo(event)
+    function moveTo(event: KeyEvent) { (event.modifiers & Qt.ShiftModifier) ? field.previousRequested() : field.nextRequested() }
 
     ToolTip.visible: hovered && !activeFocus && !toggleHovered || (invalid && activeFocus)
     ToolTip.delay: invalid ? 0 : 600

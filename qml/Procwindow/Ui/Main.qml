@@ -25,6 +25,10 @@ ThemedWindow {
     onClosing: root.viewModel.quit()
 
     Connections {
+        target: root.viewModel
+        function onSearchFocusRequested() { searchPanel.focusField() }
+    }
+    Connections {
         target: root.viewModel.treeSelection
         function onScopeShown(index) { tree.view.expandToIndex(index); tree.view.positionViewAtIndex(index, TableView.Contain) }
     }
@@ -42,6 +46,10 @@ ThemedWindow {
     Shortcut {
         sequence: "Ctrl+N"
         onActivated: root.viewModel.requestRun(root.activeScope.session, root.activeScope.agent)
+    }
+    Shortcut {
+        sequence: "Ctrl+Shift+F"
+        onActivated: root.viewModel.showSearch()
     }
 
     // -- layout ------------------------------------------------------------------------
@@ -89,6 +97,14 @@ ThemedWindow {
                 onClicked: root.viewModel.controller.termAll(root.activeScope.session, root.activeScope.agent)
             }
             Item { Layout.fillWidth: true }
+            ToolbarButton {
+                objectName: "searchButton"
+                text: qsTr("Search…")
+                iconName: "search"
+                tip: qsTr("Search the output of every run, live and past")
+                shortcutText: "Ctrl+Shift+F"
+                onClicked: root.viewModel.showSearch()
+            }
         }
         Rectangle {
             anchors.bottom: parent.bottom
@@ -143,11 +159,25 @@ ThemedWindow {
             }
         }
 
-        // -- the selected scope ------------------------------------------------------------
-        ColumnLayout {
+        // -- the selected scope (or the search) ---------------------------------------------
+        Item {
             SplitView.fillWidth: true
             // Narrower, the overview would lose columns: the session tree gives way.
             SplitView.minimumWidth: overview.minimumWidth
+
+        SearchPanel {
+            id: searchPanel
+            objectName: "searchPanel"
+            anchors.fill: parent
+            visible: root.viewModel.searchShown
+            searchModel: root.viewModel.searchModel
+            onOpenLine: (procId, seq) => root.viewModel.openLine(procId, seq)
+            onCloseRequested: { root.viewModel.searchShown = false; tree.forceActiveFocus() }
+        }
+
+        ColumnLayout {
+            anchors.fill: parent
+            visible: !root.viewModel.searchShown
             spacing: 0
 
             Rectangle {
@@ -198,6 +228,7 @@ ThemedWindow {
                 onStreamRequested: procId => root.viewModel.streamInWindow(procId)
             }
         }
+        }
     }
 
     footer: Rectangle {
@@ -221,7 +252,7 @@ ThemedWindow {
                 elide: Text.ElideRight
             }
             Text {
-                text: qsTr("Ctrl+N run  ·  Ctrl+O processes  ·  Shift+F10 menu")
+                text: qsTr("Ctrl+N run  ·  Ctrl+O processes  ·  Ctrl+Shift+F search  ·  Shift+F10 menu")
                 color: Theme.textFaint
                 font.pixelSize: Theme.smallFontSize
             }

@@ -15,6 +15,8 @@ FocusScope {
     required property ProcWindowModel viewModel
     readonly property OutputModel outputModel: viewModel.outputModel
     readonly property StatsSampler stats: viewModel.stats
+    readonly property OutputFind find: viewModel.find
+    readonly property InputLine inputLine: viewModel.inputLine
     // Shortcut texts for the tooltips (the window owns the shortcuts).
     property string filterShortcut: "Ctrl+F"
     property string copyShortcut: "Ctrl+C"
@@ -24,22 +26,39 @@ FocusScope {
     readonly property bool following: viewModel.following
     // The filter field has the keyboard (Esc there may hand it back to the table).
     readonly property bool filterFocused: filterField.activeFocus
+    // The stdin line has the keyboard.
+    readonly property bool inputFocused: inputField.activeFocus
     readonly property int lineCount: view.count
     // Read once here, not by every line: a line is made in a few microseconds.
     readonly property int selectionStart: viewModel.selectionStart
     readonly property int selectionEnd: viewModel.selectionEnd
+    // A filter is in effect: lines mark its matches, which only rich text draws.
+    readonly property bool marking: outputModel.marking
+    readonly property int currentMatch: outputModel.currentMatch
 
     // The End key: back to the live tail (a scroll still gliding is stopped first).
-    function jumpToLive() { view.cancelFlick(); pane.viewModel.jumpToLive(view.moving) }
+    function jumpToLive() { view.cancelFlick(); view.centredRow = -1; pane.viewModel.jumpToLive(view.moving) }
     function focusFilter() { filterField.forceActiveFocus(); filterField.selectAll() }
+    function focusInput() { if (inputField.visible) inputField.forceActiveFocus() }
+    // Put row `row` in the middle of the view (a search hit opened at its line).
+    // It stays in the middle while the view is laid out, until the person scrolls.
+    function showRow(row: int) { view.cancelFlick(); view.centredRow = row; view.centre() }
 
     Connections {
         target: pane.outputModel
         // A rebase drops the oldest rows in a reset: the model says where the view was first.
         function onRebasing(rows: int) { pane.viewModel.outputRebasing(rows, view.contentY - view.originY, Theme.lineHeight) }
-        function onModelReset() { pane.viewModel.outputReset() }
+        function onModelReset() { view.centredRow = -1; pane.viewModel.outputReset() }
         function onRebased() { pane.viewModel.outputRebased() }
     }
+    Connections {
+        target: pane.find
+        function onRevealRow(row: int) { pane.showRow(row) }
+    }
+    // The model draws the marks and times in the theme's colours.
+    Binding { target: pane.outputModel; property: "matchColor"; value: Theme.match }
+    Binding { target: pane.outputModel; property: "currentMatchColor"; value: Theme.matchCurrent }
+    Binding { target: pane.outputModel; property: "timeColor"; value: Theme.timestamp }
     Connections {
         target: pane.viewModel
         function onPositionAtEnd() { view.positionViewAtEnd() }
@@ -62,6 +81,23 @@ FocusScope {
         sequence: "Home"
         enabled: view.activeFocus
         onActivated: { pane.viewModel.following = false; view.positionViewAtBeginning() }
+    }
+    // From match to match, wherever the keyboard is (Enter and Shift+Enter in the filter field).
+    Shortcut {
+        sequence: "F3"
+        enabled: pane.marking
+        onActivated: pane.find.next()
+    }
+    Shortcut {
+        sequence: "Shift+F3"
+        enabled: pane.marking
+        onActivated: pane.find.previous()
+    }
+    // End of input, as in a terminal: only while the stdin line has the keyboard.
+    Shortcut {
+        sequence: "Ctrl+D"
+        enabled: pane.inputFocused
+        onActivated: pane.inputLine.closeStdin()
     }
 
     ColumnLayout {
@@ -116,7 +152,22 @@ FocusScope {
                     outputModel: pane.outputModel
                     matchText: pane.viewModel.matchText
                     shortcutText: pane.filterShortcut
+                    // It gives way (to 150 px) before the buttons beside it leave the pane.
+                    Layout.fillWidth: true
+                    Layout.minimumWidth: 150
                     Layout.preferredWidth: Math.min(320, Math.max(180, pane.width * 0.3))
+                    Layout.maximumWidth: Layout.preferredWidth
+                    onNextRequested: pane.find.next()
+                    onPreviousRequested: pane.find.previous()
+                }
+                ToggleChip {
+                    objectName: "timesToggle"
+                    label: "12:00"
+                    tip: qsTr("Show the time each line arrived")
+                    implicitWidth: 40
+                    implicitHeight: Theme.buttonSize - 4
+                    checked: pane.outputModel.showTimes
+                    onToggled: pane.outputModel.showTimes = checked
                 }
                 IconButton {
                     objectName: "copyButton"
@@ -229,6 +280,9 @@ FocusScope {
                 // At the end, give or take four lines: while lines pour in, the end
                 // moves on during a scroll, and "back at the bottom" must still count.
                 readonly property bool nearEnd: lastContentY - contentY <= 4 * Theme.lineHeight
+                // The row showRow put in the middle (-1: none, or the person scrolled since).
+                property int centredRow: -1
+                function centre() { if (centredRow >= 0 && centredRow < count) positionViewAtIndex(centredRow, ListView.Center) }
 
                 anchors.fill: parent
                 anchors.topMargin: 4
@@ -245,9 +299,9 @@ FocusScope {
                 contentWidth: Math.max(width, maxLineWidth + 2 * Theme.spacing + 8)
 
                 onCountChanged: pane.viewModel.followTail()
-                onHeightChanged: pane.viewModel.followTail()
+                onHeightChanged: { pane.viewModel.followTail(); centre() }
                 // The person scrolls: stop following; back at the end: follow again.
-                onMovementStarted: pane.viewModel.scrollStarted()
+                onMovementStarted: { centredRow = -1; pane.viewModel.scrollStarted() }
                 onMovementEnded: pane.viewModel.scrollEnded(nearEnd)
                 onAtYEndChanged: pane.viewModel.scrolledToEnd(atYEnd, moving || vbar.pressed)
 
@@ -257,6 +311,48 @@ FocusScope {
                     onPressedChanged: pane.viewModel.scrollBarPressed(pressed, view.nearEnd)
                 }
                 ScrollBar.horizontal: ScrollBar { policy: ScrollBar.AsNeeded }
+
+                // The line the process has begun and not ended (a prompt, a progress
+                // bar's latest state), after the rows whatever the filter: a bar and
+                // a caret say it is unfinished. It becomes a row once it ends.
+                footer: Rectangle {
+                    id: partialLine
+                    objectName: "partialLine"
+                    readonly property bool shown: pane.outputModel.partialText.length > 0
+                    width: view.contentWidth
+                    height: shown ? Theme.lineHeight : 0
+                    visible: shown
+                    color: pane.outputModel.partialIsStderr ? Theme.stderrBackground : "transparent"
+
+                    Rectangle {
+                        width: 2
+                        height: parent.height
+                        color: Theme.accent
+                    }
+                    Text {
+                        id: partialText
+                        objectName: "partialText"
+                        x: Theme.spacing + 4
+                        height: parent.height
+                        verticalAlignment: Text.AlignVCenter
+                        text: pane.outputModel.partialStyled
+                        textFormat: pane.marking ? Text.RichText : Text.StyledText
+                        color: pane.outputModel.partialIsStderr ? Theme.stderrText : Theme.outputText
+                        font.family: Theme.monoFamily
+                        font.pixelSize: Theme.monoFontSize
+                        wrapMode: Text.NoWrap
+                        onImplicitWidthChanged: view.maxLineWidth = Math.max(view.maxLineWidth, implicitWidth + 12)
+                    }
+                    Rectangle {
+                        objectName: "partialCaret"
+                        x: partialText.x + partialText.implicitWidth + 2
+                        anchors.verticalCenter: parent.verticalCenter
+                        width: 7
+                        height: Theme.monoFontSize + 2
+                        color: Theme.accent
+                        opacity: 0.7
+                    }
+                }
 
                 delegate: Rectangle {
                     id: line
@@ -284,13 +380,21 @@ FocusScope {
                         height: parent.height
                         color: Theme.stderrMark
                     }
+                    // The current match's line: a bar in its colour (its matches are marked in it).
+                    Rectangle {
+                        objectName: line.index === pane.currentMatch ? "currentMatchMark" : ""
+                        visible: line.index === pane.currentMatch
+                        width: 3
+                        height: parent.height
+                        color: Theme.matchCurrentMark
+                    }
 
                     Text {
                         x: Theme.spacing + 4
                         height: parent.height
                         verticalAlignment: Text.AlignVCenter
                         text: line.styled
-                        textFormat: Text.StyledText
+                        textFormat: pane.marking ? Text.RichText : Text.StyledText
                         color: line.isStderr ? Theme.stderrText : Theme.outputText
                         font.family: Theme.monoFamily
                         font.pixelSize: Theme.monoFontSize
@@ -349,6 +453,71 @@ FocusScope {
                     color: liveButton.down ? Qt.darker(Theme.accent, 1.2) : liveButton.hovered ? Qt.lighter(Theme.accent, 1.1) : Theme.accent
                 }
                 onClicked: pane.jumpToLive()
+            }
+        }
+
+        // -- the stdin line: what is typed here goes to the process ---------------------
+        Rectangle {
+            objectName: "inputBar"
+            visible: pane.inputLine.available
+            Layout.fillWidth: true
+            Layout.preferredHeight: Theme.buttonSize + 10
+            color: Theme.surface
+            // Closed under the keyboard's feet: the keys go back to the lines.
+            onVisibleChanged: if (!visible && inputField.activeFocus) view.forceActiveFocus()
+
+            Rectangle {
+                width: parent.width
+                height: 1
+                color: Theme.border
+            }
+            RowLayout {
+                anchors.fill: parent
+                anchors.leftMargin: Theme.spacing + 4
+                anchors.rightMargin: Theme.spacing
+                spacing: Theme.spacing
+
+                Text {
+                    text: qsTr("stdin")
+                    color: Theme.textDim
+                    font.family: Theme.monoFamily
+                    font.pixelSize: Theme.smallFontSize
+                }
+                TextField {
+                    id: inputField
+                    objectName: "inputField"
+                    Layout.fillWidth: true
+                    implicitHeight: Theme.buttonSize
+                    leftPadding: 8
+                    rightPadding: 8
+                    verticalAlignment: TextInput.AlignVCenter
+                    placeholderText: qsTr("A line for the process (Enter sends it, Ctrl+D ends the input)")
+                    placeholderTextColor: Theme.textFaint
+                    color: Theme.text
+                    selectionColor: Theme.accentSoft
+                    selectedTextColor: Theme.text
+                    font.family: Theme.monoFamily
+                    font.pixelSize: Theme.monoFontSize
+                    selectByMouse: true
+                    // Enter is the window's "stream" shortcut elsewhere; here it sends the line.
+                    Keys.onShortcutOverride: event => event.accepted = event.key === Qt.Key_Return || event.key === Qt.Key_Enter
+                    onAccepted: { pane.inputLine.send(text); clear() }
+                    background: Rectangle {
+                        radius: Theme.radius
+                        color: Theme.input
+                        border.width: 1
+                        border.color: inputField.activeFocus ? Theme.focusRing : Theme.border
+                    }
+                }
+                ToolbarButton {
+                    objectName: "closeStdinButton"
+                    implicitHeight: Theme.buttonSize
+                    text: qsTr("End input")
+                    tip: qsTr("Close the process's stdin: it reads end of file")
+                    shortcutText: "Ctrl+D"
+                    font.pixelSize: Theme.smallFontSize + 1
+                    onClicked: pane.inputLine.closeStdin()
+                }
             }
         }
 

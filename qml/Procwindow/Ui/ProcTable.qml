@@ -8,7 +8,11 @@ import Procwindow
 // The process table: a header and one row per process, newest first.
 // It shows a ProcModel and emits what the person asked for; the page that holds
 // it decides what happens (the KDE table/page split). Each column has its own
-// cell, which reads only the roles it shows.
+// cell, which reads only the roles it shows. A click on a header sorts by its
+// column (again: descending; a third time: newest first again); a drag on a
+// header's right edge resizes its column (a double click: back to automatic).
+// While the pointer is over the rows the model holds their order: no row moves
+// under it as values change (the sort arrow dims while a reorder waits).
 FocusScope {
     id: table
 
@@ -55,6 +59,13 @@ FocusScope {
         onColumnWidthsChanged: view.forceLayout()
     }
 
+    // The rows keep their order while the pointer is over them or presses one.
+    Binding {
+        target: table.procModel
+        property: "orderHeld"
+        value: rowsHover.hovered || rowsPress.active
+    }
+
     Rectangle {
         anchors.fill: parent
         color: Theme.window
@@ -77,29 +88,85 @@ FocusScope {
             required property string display
             required property int column
             readonly property string key: style.columnNames[column] ?? ""
+            readonly property bool sorted: key.length > 0 && key === table.procModel.sortColumn
+            readonly property bool alignRight: style.alignRight(key)
 
+            objectName: "header-" + key
             implicitHeight: 28
-            color: Theme.header
+            color: headerHover.hovered && key !== "actions" ? Theme.hover : Theme.header
 
-            Text {
+            HoverHandler { id: headerHover }
+            TapHandler {
+                acceptedButtons: Qt.LeftButton
+                onTapped: table.procModel.cycleSort(headerCell.key)
+            }
+
+            Item {
                 anchors.fill: parent
                 anchors.leftMargin: headerCell.key === "actions" ? Theme.spacing + 2 : Theme.spacing + 4
                 anchors.rightMargin: Theme.spacing
-                verticalAlignment: Text.AlignVCenter
-                horizontalAlignment: headerCell.key === "runtime" ? Text.AlignRight : Text.AlignLeft
-                text: headerCell.display
-                color: Theme.textDim
-                font.pixelSize: Theme.smallFontSize
-                font.weight: Font.DemiBold
-                font.capitalization: Font.AllUppercase
-                font.letterSpacing: 0.6
-                elide: Text.ElideRight
+
+                Row {
+                    x: headerCell.alignRight ? parent.width - width : 0
+                    height: parent.height
+                    spacing: 3
+                    Text {
+                        objectName: "headerText-" + headerCell.key
+                        height: parent.height
+                        width: Math.min(implicitWidth, headerCell.width - 2 * Theme.spacing - 4 - (sortArrow.visible ? sortArrow.width + 3 : 0))
+                        verticalAlignment: Text.AlignVCenter
+                        text: headerCell.display
+                        color: headerCell.sorted ? Theme.text : Theme.textDim
+                        font.pixelSize: Theme.smallFontSize
+                        font.weight: Font.DemiBold
+                        font.capitalization: Font.AllUppercase
+                        font.letterSpacing: 0.6
+                        elide: Text.ElideRight
+                    }
+                    // The sort indicator: dimmed while changed values wait to reorder the rows.
+                    Text {
+                        id: sortArrow
+                        objectName: "sortIndicator-" + headerCell.key
+                        visible: headerCell.sorted
+                        height: parent.height
+                        verticalAlignment: Text.AlignVCenter
+                        text: table.procModel.sortDescending ? "▼" : "▲"
+                        color: Theme.accent
+                        opacity: table.procModel.reorderPending ? 0.45 : 1.0
+                        font.pixelSize: Theme.smallFontSize - 2
+                    }
+                }
             }
             Rectangle {
                 anchors.bottom: parent.bottom
                 width: parent.width
                 height: 1
                 color: Theme.border
+            }
+            // The column's right edge: drag to resize, double-click for the automatic width.
+            MouseArea {
+                id: resizeHandle
+                objectName: "resizeHandle-" + headerCell.key
+                visible: style.resizable(headerCell.key) && headerCell.width > 0
+                anchors.right: parent.right
+                width: 7
+                height: parent.height
+                cursorShape: Qt.SplitHCursor
+                preventStealing: true
+                hoverEnabled: true
+                onPressed: mouse => style.beginResize(headerCell.column, resizeHandle.mapToItem(table, mouse.x, 0).x)
+                onPositionChanged: mouse => style.resizeTo(resizeHandle.mapToItem(table, mouse.x, 0).x)
+                onReleased: style.endResize()
+                onCanceled: style.endResize()
+                onDoubleClicked: style.resetColumn(headerCell.column)
+
+                Rectangle {
+                    anchors.right: parent.right
+                    anchors.verticalCenter: parent.verticalCenter
+                    width: resizeHandle.containsMouse || resizeHandle.pressed ? 2 : 1
+                    height: resizeHandle.containsMouse || resizeHandle.pressed ? parent.height : parent.height - 12
+                    color: resizeHandle.containsMouse || resizeHandle.pressed ? Theme.accent : Theme.border
+                }
             }
         }
     }
@@ -142,6 +209,49 @@ FocusScope {
         }
     }
 
+    // CPU or memory: the latest value over a sparkline of the last minute; greyed
+    // (and "–") once the proc exited, its sparkline kept. The sparkline reads the
+    // row's samples from the model whenever `samples` changes.
+    component StatsCell: Cell {
+        id: statsCell
+        required property bool statsLive
+        required property int samples
+        property string valueText
+        property color lineColor: Theme.accent
+
+        Text {
+            objectName: statsCell.columnName + "Text-" + statsCell.procId
+            anchors.left: parent.left
+            anchors.right: parent.right
+            anchors.top: parent.top
+            anchors.topMargin: 2
+            height: 14
+            text: statsCell.valueText
+            color: statsCell.statsLive ? Theme.text : Theme.textFaint
+            font.family: Theme.monoFamily
+            font.pixelSize: Theme.monoFontSize - 1
+            horizontalAlignment: Text.AlignRight
+            verticalAlignment: Text.AlignVCenter
+            elide: Text.ElideLeft
+        }
+        Sparkline {
+            objectName: statsCell.columnName + "Sparkline-" + statsCell.procId
+            anchors.left: parent.left
+            anchors.right: parent.right
+            anchors.bottom: parent.bottom
+            anchors.bottomMargin: 3
+            height: 8
+            source: table.procModel
+            procId: statsCell.procId
+            series: statsCell.columnName
+            revision: statsCell.samples
+            color: statsCell.statsLive ? statsCell.lineColor : Theme.textFaint
+            // The line alone: a fill below it doubles the cost of a paint
+            // (benchmarks/bench_sampler.py draw).
+            fillOpacity: 0
+        }
+    }
+
     component TextCell: Cell {
         id: textCell
         required property string display
@@ -176,10 +286,14 @@ FocusScope {
         rowSpacing: 0
         columnWidthProvider: column => style.columnWidths[column] ?? 0
         // Rows are few and change state in place: fresh delegates keep no stale state.
+        // (A sort's reorder is a layoutChanged, which refreshes only fresh delegates.)
         reuseItems: false
         property int hoveredRow: -1
 
-        // The model refreshes runtimes only for the rows on screen.
+        HoverHandler { id: rowsHover }
+        PointHandler { id: rowsPress }
+
+        // The model refreshes runtimes, and samples CPU and memory, only for the rows on screen.
         function reportVisibleRows() { table.procModel.setVisibleRows(topRow, bottomRow) }
         onTopRowChanged: Qt.callLater(reportVisibleRows)
         onBottomRowChanged: Qt.callLater(reportVisibleRows)
@@ -221,6 +335,22 @@ FocusScope {
                 TextCell {
                     mono: true
                     alignment: Text.AlignRight
+                }
+            }
+            DelegateChoice {
+                roleValue: "cpu"
+                StatsCell {
+                    required property string cpuText
+                    valueText: cpuText
+                    lineColor: Qt.lighter(Theme.accent, 1.35)
+                }
+            }
+            DelegateChoice {
+                roleValue: "memory"
+                StatsCell {
+                    required property string memoryText
+                    valueText: memoryText
+                    lineColor: Theme.success
                 }
             }
             DelegateChoice {

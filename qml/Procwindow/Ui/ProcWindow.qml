@@ -35,6 +35,8 @@ ThemedWindow {
     Connections {
         target: root.viewModel
         function onRevealRow(row: int) { table.view.positionViewAtRow(row, TableView.Contain) }
+        function onRevealHistoryRow(row: int) { history.view.positionViewAtIndex(row, ListView.Contain) }
+        function onRevealLine(row: int) { output.showRow(row) }
         function onLiveRequested() { output.jumpToLive() }
         function onLeaveFilter() { table.forceActiveFocus() }
     }
@@ -55,6 +57,7 @@ ThemedWindow {
     Shortcut { sequence: "Ctrl+Shift+C"; onActivated: root.viewModel.copyAll() }
     Shortcut { sequence: "End"; onActivated: output.jumpToLive() }
     Shortcut { sequence: "Ctrl+N"; onActivated: root.viewModel.requestRun() }
+    Shortcut { sequence: "Ctrl+H"; onActivated: root.viewModel.showHistory = !root.viewModel.showHistory }
 
     // -- layout ------------------------------------------------------------------------
 
@@ -90,6 +93,17 @@ ThemedWindow {
                 font.pixelSize: Theme.fontSize + 1
                 elide: Text.ElideRight
                 Layout.fillWidth: true
+            }
+            ToolbarButton {
+                objectName: "historyButton"
+                text: qsTr("History")
+                iconName: "history"
+                checkable: true
+                checked: root.viewModel.showHistory
+                tip: root.viewModel.showHistory ? qsTr("Back to the live processes")
+                                                : qsTr("Every recorded run of this scope, also from earlier sessions")
+                shortcutText: "Ctrl+H"
+                onToggled: root.viewModel.showHistory = checked
             }
             ToolbarButton {
                 objectName: "runButton"
@@ -169,21 +183,36 @@ ThemedWindow {
             color: SplitHandle.hovered || SplitHandle.pressed ? Theme.accentSoft : Theme.border
         }
 
-        ProcTable {
-            id: table
-            objectName: "procTable"
-            procModel: root.viewModel.procModel
-            currentProcId: root.viewModel.currentProcId
-            streamingProcId: root.viewModel.streamingProcId
+        Item {
             SplitView.preferredHeight: Math.max(150, root.height * 0.36)
             SplitView.minimumHeight: 96
 
-            onSelected: procId => root.viewModel.select(procId)
-            onStreamRequested: procId => root.viewModel.stream(procId)
-            onTermRequested: procId => root.viewModel.term(procId)
-            onKillRequested: procId => root.viewModel.kill(procId)
-            onDismissRequested: procId => root.viewModel.controller.dismiss(procId)
-            onRestartRequested: procId => root.viewModel.restart(procId)
+            ProcTable {
+                id: table
+                objectName: "procTable"
+                anchors.fill: parent
+                visible: !root.viewModel.showHistory
+                procModel: root.viewModel.procModel
+                currentProcId: root.viewModel.currentProcId
+                streamingProcId: root.viewModel.streamingProcId
+
+                onSelected: procId => root.viewModel.select(procId)
+                onStreamRequested: procId => root.viewModel.stream(procId)
+                onTermRequested: procId => root.viewModel.term(procId)
+                onKillRequested: procId => root.viewModel.kill(procId)
+                onDismissRequested: procId => root.viewModel.controller.dismiss(procId)
+                onRestartRequested: procId => root.viewModel.restart(procId)
+            }
+            HistoryTable {
+                id: history
+                objectName: "historyTable"
+                anchors.fill: parent
+                visible: root.viewModel.showHistory
+                historyModel: root.viewModel.historyModel
+                currentProcId: root.viewModel.currentProcId
+                streamingProcId: root.viewModel.streamingProcId
+                onSelected: procId => root.viewModel.select(procId)
+            }
         }
 
         OutputPane {

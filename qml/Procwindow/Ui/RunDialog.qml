@@ -220,6 +220,19 @@ Dialog {
             }
         }
 
+        // No label of its own: the box says what it does.
+        Item { implicitWidth: 1 }
+        CheckBox {
+            objectName: "runStdinBox"
+            text: qsTr("Keep its stdin open (type its input under its output)")
+            checked: dialog.form.stdin
+            onToggled: dialog.form.stdin = checked
+            focusPolicy: Qt.TabFocus
+            leftPadding: 0
+            font.pixelSize: Theme.smallFontSize + 1
+            palette.windowText: Theme.textDim
+        }
+
         FieldError {
             objectName: "runGeneralError"
             Layout.columnSpan: 2

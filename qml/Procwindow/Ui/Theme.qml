@@ -40,7 +40,13 @@ QtObject {
     readonly property color stderrText: "#f0b3b8"
     readonly property color lineNumber: "#5a5e66"
     readonly property color lineSelection: "#2e436e"
-    readonly property color match: "#5c4a1f"
+    // A filter's matches and the current one: translucent, so that they read over a
+    // dark or a light pane, a stderr line or the selection alike.
+    readonly property color match: "#6bd4a017"
+    readonly property color matchCurrent: "#c2e8780c"
+    readonly property color matchCurrentMark: "#f0a030"
+    // The time before a line (the pane's times toggle).
+    readonly property color timestamp: "#7a7f88"
 
     // Type.
     readonly property string monoFamily: "DejaVu Sans Mono"

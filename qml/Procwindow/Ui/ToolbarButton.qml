@@ -4,6 +4,7 @@ import QtQuick
 import QtQuick.Controls
 
 // A flat toolbar button with an icon and a label; its tooltip names the shortcut.
+// Checkable, it shows its checked state with the accent.
 ToolButton {
     id: control
 
@@ -34,6 +35,7 @@ ToolButton {
 
     background: Rectangle {
         radius: Theme.radius
-        color: control.down ? Theme.pressed : control.hovered && control.enabled ? Theme.hover : "transparent"
+        color: control.checked ? Theme.accentSoft : control.down ? Theme.pressed
+             : control.hovered && control.enabled ? Theme.hover : "transparent"
     }
 }
