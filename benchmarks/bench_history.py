@@ -37,7 +37,12 @@ end). Each measurement gets a fresh state directory.
              supervisor on its state_dir: ``read(id, limit=2000)`` in ms (the
              first read, which opens the journal; ``head -n 2000 LOG`` shown as a
              reference), and the whole ``read(id)`` vs ``cat LOG > /dev/null``;
-             ratio = cat time / our time.
+             ratio = cat time / our time. The same through the bulk path,
+             ``read_bytes``: its first 2,000 lines, the whole in calls of
+             ``max_bytes=2 MiB`` passing the cursor on (as a viewer or an export
+             would), and the whole in one call (one 95 MiB ``bytes``: the kernel
+             zeroing and mapping that much fresh memory is most of its time).
+             Each checks it got every line and byte of the log.
 
 A measure that has used 90 s (--quick 20 s) stops after 3 rounds instead of
 ``--rounds`` and says so; the per-round values in brackets show how many ran.
@@ -532,6 +537,36 @@ async def _replay_all(state_dir: Path, proc_id: int) -> tuple[float, int, bool]:
         return elapsed, n, eof
 
 
+#: Bytes per read_bytes call when the benchmark pages through a whole proc.
+PAGE = 2 * MiB
+
+
+async def _bytes_head(state_dir: Path, proc_id: int) -> tuple[float, int]:
+    async with Supervisor(history=True, state_dir=state_dir) as sup:
+        t0 = time.perf_counter()
+        batch = sup.read_bytes(proc_id, limit=2000)
+        return time.perf_counter() - t0, batch.count
+
+
+async def _bytes_all(
+    state_dir: Path, proc_id: int, page: int | None
+) -> tuple[float, int, int, int]:
+    """(seconds, lines, bytes, calls) for the whole proc through read_bytes."""
+    async with Supervisor(history=True, state_dir=state_dir) as sup:
+        t0 = time.perf_counter()
+        cursor = lines = nbytes = calls = 0
+        while True:
+            batch = sup.read_bytes(proc_id, cursor, max_bytes=page)
+            calls += 1
+            lines += batch.count
+            nbytes += len(batch.data)
+            cursor, eof = batch.cursor, batch.eof
+            del batch
+            if eof:
+                break
+        return time.perf_counter() - t0, lines, nbytes, calls
+
+
 def bench_replay(root: Path, lines: int, rounds: int, budget: float, report: Report) -> None:
     state_dir = sub_dir(root, "replay")
     src = plain_lines(root / f"replay-{lines}.txt", lines * LINE)
@@ -542,7 +577,11 @@ def bench_replay(root: Path, lines: int, rounds: int, budget: float, report: Rep
     headc_t: list[float] = []
     all_t: list[float] = []
     cat_t: list[float] = []
+    bhead_t: list[float] = []
+    paged_t: list[float] = []
+    one_t: list[float] = []
     seen: dict[str, int | bool] = {}
+    short: list[str] = []
 
     def head() -> None:
         elapsed, n = asyncio.run(_replay_head(state_dir, proc_id))
@@ -562,9 +601,30 @@ def bench_replay(root: Path, lines: int, rounds: int, budget: float, report: Rep
         subprocess.run(["cat", str(log)], stdout=subprocess.DEVNULL, check=True)
         cat_t.append(time.perf_counter() - t0)
 
+    def bytes_head() -> None:
+        elapsed, n = asyncio.run(_bytes_head(state_dir, proc_id))
+        bhead_t.append(elapsed)
+        seen["bhead"] = n
+
+    def bytes_all(page: int | None, into: list[float]) -> None:
+        elapsed, n, nbytes, calls = asyncio.run(_bytes_all(state_dir, proc_id, page))
+        into.append(elapsed)
+        seen[f"calls{page}"] = calls
+        if (n, nbytes) != (lines, size):
+            short.append(f"read_bytes(max_bytes={page}): {n} lines, {nbytes} bytes")
+
+    size = log.stat().st_size
     cat()  # warm the page cache
     cat_t.clear()
-    interleave("replay", [head, whole, cat], rounds, budget)
+    variants = [
+        head,
+        whole,
+        cat,
+        bytes_head,
+        lambda: bytes_all(PAGE, paged_t),
+        lambda: bytes_all(None, one_t),
+    ]
+    interleave("replay", variants, rounds, budget)
     report.add(
         "replay",
         f"read(id, limit=2000) of a finished {lines:,}-line proc",
@@ -573,7 +633,6 @@ def bench_replay(root: Path, lines: int, rounds: int, budget: float, report: Rep
         f"{med([h / o for h, o in zip(headc_t, head_t, strict=True)]):.2f}x",
     )
     ratio = [c / o for c, o in zip(cat_t, all_t, strict=True)]
-    size = log.stat().st_size
     report.add(
         "replay",
         f"read(id), whole {size / MiB:.0f} MiB log",
@@ -582,6 +641,29 @@ def bench_replay(root: Path, lines: int, rounds: int, budget: float, report: Rep
         f"cat LOG >/dev/null {med(cat_t) * 1000:.0f} ms",
         f"{med(ratio):.3f}x {rounds_of(ratio, '{:.3f}')}",
     )
+    report.add(
+        "replay",
+        "read_bytes(id, limit=2000), first call",
+        f"{med(bhead_t) * 1000:.1f} ms ({seen['bhead']} lines) "
+        f"{rounds_of([t * 1000 for t in bhead_t], '{:.1f}')}",
+        f"head -n 2000 LOG {med(headc_t) * 1000:.1f} ms (incl. process start)",
+        f"{med([h / o for h, o in zip(headc_t, bhead_t, strict=True)]):.2f}x",
+    )
+    for label, times, page in (
+        (f"max_bytes={PAGE // MiB} MiB per call", paged_t, PAGE),
+        ("one call", one_t, None),
+    ):
+        ratio = [c / o for c, o in zip(cat_t, times, strict=True)]
+        report.add(
+            "replay",
+            f"read_bytes, whole {size / MiB:.0f} MiB log, {label}",
+            f"{med(times) * 1000:.1f} ms, {seen[f'calls{page}']} calls "
+            f"({size / 1e6 / med(times):.0f} MB/s)",
+            f"cat LOG >/dev/null {med(cat_t) * 1000:.0f} ms",
+            f"{med(ratio):.2f}x {rounds_of(ratio)}",
+        )
+    for s in short:
+        print(f"  WARNING: {s}", flush=True)
     shutil.rmtree(state_dir)
 
 

@@ -28,11 +28,12 @@ import asyncio
 import gc
 import os
 import re
+import shlex
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import qasync
 from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
@@ -66,6 +67,7 @@ from procwindow.qt import (
     ProcWindowModel,
     SessionModel,
 )
+from procwindow.qt.notify import FailureNotifier
 from procwindow.qt.window import (
     QML_MODULE,
     QUICK_STYLE,
@@ -117,6 +119,13 @@ def run(args: argparse.Namespace) -> int:
     ``procwindow up FILE`` passes ``args.workspace``; ``--socket``, ``--name`` and
     ``--no-serve`` choose where (and whether) the window serves the control socket.
     """
+    if getattr(args, "subcommand", None) == "attach":
+        return run_attach(
+            args.target,
+            ssh_command=shlex.split(args.ssh) if args.ssh else None,
+            remote_procwindow=args.remote_procwindow,
+            notify=not args.no_notify,
+        )
     workspace = None
     workspace_file = getattr(args, "workspace", None)
     if workspace_file:
@@ -140,7 +149,12 @@ def run(args: argparse.Namespace) -> int:
         except ProcwindowError as exc:
             print(f"{cli.PROG}: not serving the control socket: {exc}", file=sys.stderr)
             socket_path = None
-    return run_app(command=args.command, workspace=workspace, socket_path=socket_path)
+    return run_app(
+        command=args.command,
+        workspace=workspace,
+        socket_path=socket_path,
+        notify=not getattr(args, "no_notify", False),
+    )
 
 
 def run_app(
@@ -148,13 +162,15 @@ def run_app(
     *,
     workspace: WorkspaceFile | None = None,
     socket_path: str | None = None,
+    notify: bool = True,
 ) -> int:
     """Run the window until it is closed; return the exit status.
 
     ``command``: run it in :data:`COMMAND_SESSION`/:data:`COMMAND_AGENT` and show it;
     ``workspace``: start its commands; neither: the demo workspace. ``socket_path``:
     serve the control socket there, so ``procwindow ctl`` reaches this window (None:
-    do not serve).
+    do not serve). ``notify``: tell the desktop of a process that fails while
+    no window has the focus.
     """
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
@@ -169,7 +185,7 @@ def run_app(
     try:
         return int(
             loop.run_until_complete(
-                _run(list(command) if command else None, workspace, socket_path)
+                _run(list(command) if command else None, workspace, socket_path, notify)
             )
         )
     finally:
@@ -179,7 +195,10 @@ def run_app(
 
 
 async def _run(
-    command: list[str] | None, workspace_file: WorkspaceFile | None, socket_path: str | None
+    command: list[str] | None,
+    workspace_file: WorkspaceFile | None,
+    socket_path: str | None,
+    notify: bool,
 ) -> int:
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
@@ -230,7 +249,7 @@ async def _run(
             if quit_now.is_set():
                 return 0
             server = await _serve(supervisor, socket_path, scopes)
-            workspace = Workspace(supervisor, scopes=scopes)
+            workspace = Workspace(supervisor, scopes=scopes, notify=notify)
             workspace.quitRequested.connect(quit_now.set)
             try:
                 workspace.active_scope.setScope(*first)
@@ -277,6 +296,76 @@ async def _serve(
     return server
 
 
+def run_attach(
+    target: str | None,
+    *,
+    ssh_command: list[str] | None = None,
+    remote_procwindow: str | None = None,
+    notify: bool = True,
+) -> int:
+    """``procwindow attach [TARGET]``: the window on a server that runs elsewhere
+    (a name or socket path here, or ``ssh://[user@]host[:port][/NAME]``), through
+    a :class:`~procwindow.control.remote.RemoteSupervisor`. Closing the window
+    closes the link and stops nothing there. Exit status 3 when the server
+    cannot be reached (one line on stderr says why)."""
+    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
+    assert isinstance(app, QApplication), "qasync needs a QApplication"
+    app.setApplicationName("procwindow")
+    app.setDesktopFileName("procwindow")
+    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "processes.svg")))
+    app.setQuitOnLastWindowClosed(False)
+    ensure_style()
+    loop = qasync.QEventLoop(app)
+    asyncio.set_event_loop(loop)
+    try:
+        return int(loop.run_until_complete(_attach(target, ssh_command, remote_procwindow, notify)))
+    finally:
+        loop.run_until_complete(loop.shutdown_asyncgens())
+        loop.close()
+        asyncio.set_event_loop(None)
+
+
+async def _attach(
+    target: str | None,
+    ssh_command: list[str] | None,
+    remote_procwindow: str | None,
+    notify: bool,
+) -> int:
+    from procwindow.control.remote import RemoteSupervisor
+
+    loop = asyncio.get_running_loop()
+    quit_now = asyncio.Event()
+    for signum in STOP_SIGNALS:
+        loop.add_signal_handler(signum, quit_now.set)
+    try:
+        try:
+            remote = await RemoteSupervisor.connect(
+                target, ssh_command=ssh_command, remote_procwindow=remote_procwindow
+            )
+        except ProcwindowError as exc:
+            print(f"{cli.PROG}: {exc}", file=sys.stderr)
+            return 3
+        try:
+            scopes = await remote.sessions()
+            print(f"{cli.PROG}: attached to {remote.where}", file=sys.stderr, flush=True)
+            # The qt layer's signatures name Supervisor; it takes any SupervisorAPI.
+            workspace = Workspace(cast(Supervisor, remote), scopes=scopes, notify=notify)
+            workspace.quitRequested.connect(quit_now.set)
+            try:
+                workspace.active_scope.setScope(next(iter(scopes), COMMAND_SESSION), "")
+                workspace.load()
+                gc.freeze()
+                await quit_now.wait()
+            finally:
+                workspace.close()
+        finally:
+            await remote.close()  # the link only: nothing there stops
+    finally:
+        for signum in STOP_SIGNALS:
+            loop.remove_signal_handler(signum)
+    return 0
+
+
 # -- the application -------------------------------------------------------------------
 
 
@@ -287,7 +376,9 @@ class Workspace(QObject):
     opens ProcWindows through :meth:`openProcWindow` (one per scope: asking
     again raises the open one) and asks to quit when the main window closes;
     :meth:`quit` (also on the last window closed) emits ``quitRequested``, on
-    which the application closes its supervisor.
+    which the application closes its supervisor. With ``notify``, a proc that
+    fails while no window has the focus is told to the desktop
+    (:class:`~procwindow.qt.notify.FailureNotifier`).
     """
 
     quitRequested = Signal()
@@ -297,10 +388,12 @@ class Workspace(QObject):
         supervisor: Supervisor,
         *,
         scopes: dict[str, list[str]] | None = None,
+        notify: bool = False,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self.supervisor = supervisor
+        self.notifier = FailureNotifier(supervisor, self) if notify else None
         self.engine = QQmlApplicationEngine()
         prepare_engine(self.engine)
         self.active_scope = ActiveScope(self)
@@ -390,6 +483,8 @@ class Workspace(QObject):
             window.close()
         for model in (self.session_model, self.overview_model):
             model.close()
+        if self.notifier is not None:
+            self.notifier.close()
         self.engine.deleteLater()
 
 

@@ -67,6 +67,31 @@ def _mcp_run(args: argparse.Namespace) -> int:
     return mcp.run(args)
 
 
+def _attach_configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        nargs="?",
+        metavar="NAME|ssh://[user@]host[:port][/NAME]",
+        help="the server: a name (default 'default') or socket path here, or one on"
+        " another machine through ssh",
+    )
+    parser.add_argument(
+        "--ssh",
+        metavar="COMMAND",
+        help="the ssh command and options to use (default: $PROCWINDOW_SSH, else ssh)",
+    )
+    parser.add_argument(
+        "--remote-procwindow",
+        metavar="COMMAND",
+        help="procwindow on the remote host (default: $PROCWINDOW_REMOTE, else procwindow)",
+    )
+    parser.add_argument(
+        "--no-notify",
+        action="store_true",
+        help="no desktop notification when a process fails while the window is in the background",
+    )
+
+
 def _up_configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workspace", metavar="FILE", help="a workspace TOML file")
     add_window_options(parser)
@@ -77,6 +102,12 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
         "up",
         "open the window on a workspace FILE and start its commands",
         _up_configure,
+        lambda args: run_window(args),
+    ),
+    Subcommand(
+        "attach",
+        "open the window on a running server (serve, a window, mcp), here or over ssh",
+        _attach_configure,
         lambda args: run_window(args),
     ),
     Subcommand(
@@ -124,13 +155,18 @@ def run_window(args: argparse.Namespace) -> int:
 
 
 def add_window_options(parser: argparse.ArgumentParser) -> None:
-    """Where the window serves its control socket."""
+    """Where the window serves its control socket, and whether it notifies."""
     group = parser.add_argument_group("control socket")
     group.add_argument(
         "--name", help="serve as this name (default: the workspace's, else 'default')"
     )
     group.add_argument("--socket", metavar="PATH", help="serve on this socket path")
     group.add_argument("--no-serve", action="store_true", help="do not serve the control socket")
+    parser.add_argument(
+        "--no-notify",
+        action="store_true",
+        help="no desktop notification when a process fails while the window is in the background",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,9 @@ docs       writer   web_fetch  a fetch that finishes cleanly
 docs       writer   shell      a docs build that writes warnings to stderr
 =========  =======  =========  ==================================================
 
-The jobs are POSIX ``sh`` scripts beside it, ``resources/demo/NAME.sh``.
+The jobs are POSIX ``sh`` scripts beside it, ``resources/demo/NAME.sh``. They
+start in order: the server waits until the build is ready (its first artefact
+built), the docs build until the fetch completed successfully.
 """
 
 from __future__ import annotations
@@ -81,5 +83,9 @@ def job_argv(name: str) -> list[str]:
 
 
 async def start_demo(supervisor: Supervisor) -> list[Proc]:
-    """Start every demo job on ``supervisor``; return their procs in start order."""
-    return await demo_workspace().start(supervisor)
+    """Start the demo workspace on ``supervisor`` and wait until every job has
+    started (the server waits for the build's first artefact); return their
+    procs in the workspace's order."""
+    run = await demo_workspace().start(supervisor)
+    await run.wait_started()
+    return run.procs()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -26,12 +27,15 @@ from ..core import (
     StdinClosed,
     Stream,
     Supervisor,
+    WorkspaceNotFound,
+    WorkspaceRun,
     check_graceful_timeout,
     command_argv,
     count_scopes,
     scope_pattern,
 )
 from ..core._agent import check_timeout
+from ..core._orchestra import CommandState, commands_table, idx_rows
 from ..core.rules import check_tool
 from ._conn import ClientGone, Conn
 from ._protocol import (
@@ -57,6 +61,7 @@ from ._replies import (
     ok_message,
     os_error_message,
 )
+from .workspace import load_workspace
 
 __all__ = ["Handlers"]
 
@@ -115,6 +120,10 @@ class Handlers:
             "ready": self._wait_ready,
             "excerpt": self._excerpt,
             "write": self._write,
+            "up": self._up,
+            "down": self._down,
+            "workspaces": self._workspaces,
+            "stats": self._stats,
         }
 
     async def answer(self, line: bytes, conn: Conn) -> None:
@@ -149,6 +158,22 @@ class Handlers:
         await conn.send(encode(message))
 
     # -- requests --------------------------------------------------------------
+
+    async def _stats(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Resource use of each live proc of ``procs`` (ids not live are left out)."""
+        ids = req.get("procs")
+        if not isinstance(ids, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) for i in ids
+        ):
+            raise ProtocolError("bad-field", "stats: 'procs' must be a list of ids")
+        out = []
+        for proc_id in dict.fromkeys(ids):
+            try:
+                st = self.sup.stats(proc_id)
+            except ProcNotFound:
+                continue
+            out.append({"proc": proc_id} | dataclasses.asdict(st))
+        return {"stats": out}
 
     async def _hello(self, req: dict[str, Any], conn: Conn) -> Any:
         return {
@@ -192,10 +217,28 @@ class Handlers:
         return {"id": p.id, "os_pid": p.os_pid, "reused": p.id in known}
 
     async def _top(self, req: dict[str, Any], conn: Conn) -> Any:
-        return {"text": self.sup.top(_opt_str(req, "session"), _opt_str(req, "agent"))}
+        session, agent = _opt_str(req, "session"), _opt_str(req, "agent")
+        text = self.sup.top(session, agent)
+        states = self._states(session, agent)
+        if states:  # what the workspaces' commands do, waiting ones included
+            text += "\n" + commands_table(states)
+        return {"text": text, "commands": [st.to_json() for st in states]}
 
     async def _idx(self, req: dict[str, Any], conn: Conn) -> Any:
-        return {"text": self.sup.idx(_opt_str(req, "session"), _opt_str(req, "agent"))}
+        session, agent = _opt_str(req, "session"), _opt_str(req, "agent")
+        states = self._states(session, agent)
+        # Commands that have not started (waiting, skipped) have rows of their own.
+        text = self.sup.idx(session, agent) + idx_rows(states)
+        return {"text": text, "commands": [st.to_json() for st in states]}
+
+    def _states(self, session: str | None, agent: str | None) -> list[CommandState]:
+        """The states of the running workspaces' commands of a scope."""
+        return [
+            st
+            for run in self.sup.workspaces
+            for st in run.states()
+            if (session is None or st.session == session) and (agent is None or st.agent == agent)
+        ]
 
     async def _procs(self, req: dict[str, Any], conn: Conn) -> Any:
         procs = self.sup.procs(_opt_str(req, "session"), _opt_str(req, "agent"))
@@ -373,7 +416,14 @@ class Handlers:
         return await conn.stream(_send_hits(conn, req.get("id"), hits, limit))
 
     async def _term(self, req: dict[str, Any], conn: Conn) -> Any:
-        return exit_to_json(await self.sup.term(_int(req, "proc", minimum=1)))
+        proc_id = _int(req, "proc", minimum=1)
+        # A crash loop waiting for its next attempt ends here too: the person
+        # asked its latest run to stop.
+        for run in self.sup.workspaces:
+            state = run.state_of(proc_id)
+            if state is not None and state.proc_id == proc_id:
+                run.cancel_restart(state.name)
+        return exit_to_json(await self.sup.term(proc_id))
 
     async def _kill(self, req: dict[str, Any], conn: Conn) -> Any:
         return exit_to_json(await self.sup.kill(_int(req, "proc", minimum=1)))
@@ -499,7 +549,52 @@ class Handlers:
 
         return await conn.stream(body())
 
+    # -- workspaces ---------------------------------------------------------------
+
+    async def _up(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Load a workspace file (checked whole first) and start it here."""
+        path = _str(req, "path")
+        if not path:
+            raise ProtocolError("bad-field", "up: 'path' must not be empty")
+        run = await load_workspace(path).start(self.sup)
+        return _run_to_json(run)
+
+    async def _down(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Stop a workspace (every one without ``workspace``), or only some of its
+        commands and their dependents, dependents first; reply once they stopped."""
+        name = _opt_str(req, "workspace")
+        commands = req.get("commands")
+        if commands is not None and (
+            not isinstance(commands, list) or not all(isinstance(c, str) for c in commands)
+        ):
+            raise ProtocolError("bad-field", "down: 'commands' must be a list of strings")
+        runs = self.sup.workspaces
+        if name is not None:
+            runs = [run for run in runs if run.name == name]
+            if not runs:
+                raise WorkspaceNotFound(
+                    "workspace", name, [run.name for run in self.sup.workspaces]
+                )
+        elif commands is not None:
+            raise ProtocolError("bad-field", "down: 'commands' needs 'workspace'")
+        stopped: list[list[str]] = []
+        for run in reversed(runs):  # the last one up goes first
+            # A stop half done is worse than one the client does not wait for.
+            order = await asyncio.shield(
+                asyncio.ensure_future(run.stop(commands if commands is not None else None))
+            )
+            stopped += [[run.name, command] for command in order]
+        return {"workspaces": [run.name for run in runs], "stopped": stopped}
+
+    async def _workspaces(self, req: dict[str, Any], conn: Conn) -> Any:
+        return [_run_to_json(run) for run in self.sup.workspaces]
+
     async def _sessions(self, req: dict[str, Any], conn: Conn) -> Any:
+        declared: dict[str, list[str]] = {s: list(a) for s, a in self.declared.items()}
+        for run in self.sup.workspaces:
+            for session, agents in run.workspace.sessions.items():
+                known = declared.setdefault(session, [])
+                known += [a for a in agents if a not in known]
         return [
             {
                 "session": session,
@@ -508,8 +603,17 @@ class Handlers:
                     for agent, counts in agents.items()
                 ],
             }
-            for session, agents in count_scopes(self.sup.procs(), self.declared).items()
+            for session, agents in count_scopes(self.sup.procs(), declared).items()
         ]
+
+
+def _run_to_json(run: WorkspaceRun) -> dict[str, Any]:
+    """A running workspace: its name, file and commands' states."""
+    return {
+        "workspace": run.name,
+        "path": run.workspace.path,
+        "commands": [st.to_json() for st in run.states()],
+    }
 
 
 #: The reasons a proc can end with, for ``history``'s filter.

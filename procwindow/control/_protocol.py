@@ -36,7 +36,10 @@ __all__ = [
 #: ``partial`` (lines may carry ``partial``); events takes ``proc``, and events
 #: of kinds partial and ready exist (exit carries ``last_seq``); procs carry
 #: ready, timeout, stdin, merge_stderr; NoMatch and NotReady errors carry ``exit``.
-PROTOCOL_VERSION = 3
+#: 4: workspaces: up, down and workspaces; idx and top show (and list in
+#: ``commands``) the commands of running workspaces, also those that wait; events
+#: of kind phase.
+PROTOCOL_VERSION = 4
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
 #: How deeply a request's arrays and objects may nest.
@@ -82,6 +85,10 @@ OPS: dict[str, frozenset[str]] = {
     "ready": frozenset({"proc", "timeout"}),
     "excerpt": frozenset({"proc", "head", "tail", "max_bytes", "since"}),
     "write": frozenset({"proc", "data", "close"}),
+    "up": frozenset({"path"}),
+    "down": frozenset({"workspace", "commands"}),
+    "workspaces": frozenset(),
+    "stats": frozenset({"procs"}),
 }
 
 
@@ -205,6 +212,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     ``ready``: its readiness check passed (true for a proc without one);
     ``timeout``, ``stdin``, ``merge_stderr``: what its ``run`` asked for (the
     history does not record them: a proc read from it shows the defaults).
+    ``last_seq``: the seq of its newest complete line (its cursor now).
     """
     return {
         "id": p.id,
@@ -228,6 +236,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "timeout": p.timeout,
         "stdin": p.options.stdin,
         "merge_stderr": p.options.merge_stderr,
+        "last_seq": p.last_seq,
     }
 
 

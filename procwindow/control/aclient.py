@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ._protocol import PROTOCOL_VERSION, encode
 from .client import CannotConnect, ServerError, _result
 
-__all__ = ["READ_LIMIT", "AsyncClient"]
+__all__ = ["READ_LIMIT", "AsyncClient", "Opener"]
 
 #: The longest reply line read (an ``out`` reply may run to several MB).
 READ_LIMIT = 64 * 1024 * 1024
+
+#: Makes the connection itself, for a transport other than a Unix socket path
+#: (a pipe to ``ssh host procwindow ctl bridge``): given the read limit, the
+#: streams to speak the protocol over.
+Opener = Callable[[int], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]]
 
 
 class AsyncClient:
@@ -38,26 +43,35 @@ class AsyncClient:
     A request that is cancelled, or that fails in a way that leaves the
     connection out of step (a lost connection, a reply line longer than
     ``limit``), closes the connection: a later request raises ServerError.
+
+    ``opener`` makes the connection instead of connecting to ``path`` (which
+    then only names it in messages); its errors propagate as they are.
     """
 
-    def __init__(self, path: str, *, limit: int = READ_LIMIT) -> None:
+    def __init__(self, path: str, *, limit: int = READ_LIMIT, opener: Opener | None = None) -> None:
         self.path = path
         self.limit = limit
+        self._opener = opener
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._next_id = 1
         self._closed = False
 
     @classmethod
-    async def connect(cls, path: str, *, limit: int = READ_LIMIT) -> AsyncClient:
+    async def connect(
+        cls, path: str, *, limit: int = READ_LIMIT, opener: Opener | None = None
+    ) -> AsyncClient:
         """A connected client; CannotConnect if nothing answers at ``path``."""
-        client = cls(path, limit=limit)
+        client = cls(path, limit=limit, opener=opener)
         await client._open()
         return client
 
     async def _open(self) -> None:
         if self._writer is not None or self._closed:
             raise ServerError("ConnectionClosed", "this client is already connected or closed")
+        if self._opener is not None:
+            self._reader, self._writer = await self._opener(self.limit)
+            return
         try:
             self._reader, self._writer = await asyncio.open_unix_connection(
                 self.path, limit=self.limit

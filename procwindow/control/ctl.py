@@ -34,6 +34,7 @@ from ..core import (
     scope_pattern,
 )
 from ..core._agent import check_timeout
+from ..core._orchestra import CommandState, commands_table
 from ..core._text import escape_controls, format_size
 from ..core.rules import SHELL
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
@@ -86,6 +87,10 @@ VERBS = (
     "ready",
     "excerpt",
     "write",
+    "up",
+    "down",
+    "workspaces",
+    "bridge",
 )
 #: Verbs whose one positional argument may come after '--' (when it starts with '-').
 _AFTER_DASHES = {"search": "pattern", "wait-for": "pattern", "write": "data"}
@@ -199,6 +204,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
     _configure_history(verbs)
     _configure_search(verbs)
     _configure_agent_verbs(verbs)
+    _configure_workspace_verbs(verbs)
+    text = "pipe stdin and stdout to the server's socket (what 'procwindow attach ssh://…' runs)"
+    p = verbs.add_parser("bridge", help=text, description=text + "; ends when either side closes.")
+    p.add_argument("server", nargs="?", metavar="NAME", help="the server's name (default: --name)")
+
+
+def _configure_workspace_verbs(verbs: Any) -> None:
+    text = "load a workspace FILE (checked whole first) and start it on the server"
+    p = verbs.add_parser(
+        "up",
+        help=text,
+        description=text + ": its commands start as their dependencies allow. Prints"
+        " what each command does.",
+    )
+    p.add_argument("file", metavar="FILE")
+    _json_option(p)
+    text = "stop a running workspace (every one without NAME), dependents first"
+    p = verbs.add_parser(
+        "down",
+        help=text,
+        description=text + "; with COMMANDs, only those and the commands that depend on"
+        " them. Waits until they stopped.",
+    )
+    p.add_argument("workspace", nargs="?", metavar="NAME")
+    p.add_argument("commands", nargs="*", metavar="COMMAND")
+    _json_option(p)
+    text = "the running workspaces and what each command does (waiting, restarting…)"
+    p = verbs.add_parser("workspaces", help=text, description=text + ".")
+    _json_option(p)
 
 
 def _configure_history(verbs: Any) -> None:
@@ -427,6 +461,8 @@ def run(args: argparse.Namespace) -> int:
             args.since = parse_since(args.since, time.time())
         except ValueError as exc:
             return _usage(str(exc))
+    if args.verb == "bridge" and args.server:
+        args.name = args.server
     path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
     if not path:
         try:
@@ -438,6 +474,10 @@ def run(args: argparse.Namespace) -> int:
         except ProcwindowError as exc:
             print(f"procwindow ctl: {exc}", file=sys.stderr)
             return EXIT_CONNECT
+    if args.verb == "bridge":
+        from .bridge import pump
+
+        return pump(path)
     try:
         with Client(path, timeout=None) as client:
             return _VERBS[args.verb](client, args)
@@ -816,6 +856,38 @@ def _search(client: Client, args: argparse.Namespace) -> int:
     return 0 if found else EXIT_SERVER
 
 
+def _up(client: Client, args: argparse.Namespace) -> int:
+    # The server reads the file: give it the path as this shell means it.
+    run = client.call("up", path=os.path.abspath(args.file))
+    return _emit(args, run, _states_text([run]))
+
+
+def _down(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("down", workspace=args.workspace, commands=args.commands or None)
+    if not args.json and not result["workspaces"]:
+        print("procwindow ctl: down: no workspace is up", file=sys.stderr)
+    names: dict[str, list[str]] = {}
+    for workspace, command in result["stopped"]:
+        names.setdefault(workspace, []).append(command)
+    lines = []
+    for ws in result["workspaces"]:
+        stopped = ", ".join(names.get(ws, [])) or "nothing"
+        lines.append(f"{escape_controls(ws)}: stopped {escape_controls(stopped)}\n")
+    text = "".join(lines)
+    return _emit(args, result, text)
+
+
+def _workspaces(client: Client, args: argparse.Namespace) -> int:
+    runs = client.call("workspaces")
+    return _emit(args, runs, _states_text(runs))
+
+
+def _states_text(runs: list[dict[str, Any]]) -> str:
+    """The commands of running workspaces (as the server lists them), as a table."""
+    states = [CommandState.from_json(c) for run in runs for c in run["commands"]]
+    return commands_table(states, time.time())
+
+
 def _count_line(name: str, counts: ScopeCounts) -> str:
     """``name  running/total``; unlike ScopeCounts.label, an empty scope shows ``0/0``."""
     return f"{name}  {counts.running}/{counts.total}\n"
@@ -840,4 +912,7 @@ _VERBS = {
     "ready": _ready,
     "excerpt": _excerpt,
     "write": _write,
+    "up": _up,
+    "down": _down,
+    "workspaces": _workspaces,
 }

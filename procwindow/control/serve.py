@@ -117,7 +117,10 @@ async def serve(
 ) -> int:
     """Serve until SIGTERM, SIGINT or SIGHUP; then terminate every child and return 0.
 
-    A second stop signal while the children are being terminated kills them at
+    ``ws`` starts at once, its commands in dependency order (``Workspace.start``);
+    on the way out its commands stop dependents first, each with its grace (the
+    supervisor's close does it), then whatever else runs is terminated. A
+    second stop signal while the children are being terminated kills them at
     once. ``signals``: what took the stop signals before the loop could (if it
     saw one, the server stops as soon as it has started); it takes them again
     once the loop lets go.

@@ -1,4 +1,5 @@
-"""Workspaces: a TOML file naming sessions, agents and the commands they start.
+"""Workspaces: a TOML file naming sessions, agents and the commands they start,
+in order, kept healthy.
 
 .. code-block:: toml
 
@@ -12,19 +13,29 @@
     name = "frontend"
 
     [[session.agent.command]]
+    name = "web"                  # optional: unique in the workspace (default: the agent's)
     tool = "shell"                # optional, default "shell"
     argv = ["npm", "run", "dev"]  # or: shell = "npm run dev | tee dev.log"
     cwd = "web"                   # optional, relative to the workspace file's
                                   # directory, which is also the default
     env = { PORT = "3000" }       # optional
     graceful_timeout = 2.0        # optional
+    depends_on = { api = "ready" }            # or ["api"]: each must have started
+    ready = { port = 3000, timeout = 60 }     # or "a line pattern", or a port number
+    liveness = { port = 3000, period = 10, timeout = 5, failures = 3 }
+    restart = "on-failure"        # "no" (default), "on-failure" or "always"
+    backoff = { initial = 1, factor = 2, cap = 60 }
+    max_restarts = 10
 
 A file is checked whole before any process starts: every key must be known and
 of the right type, session names and agent names (within their session) must
 be unique scope names without control characters, ``argv`` strings may hold
 anything but NUL, ``env`` names may not hold ``=`` or NUL, every ``cwd`` must be
-an existing directory and every program must be found, and a
-``graceful_timeout`` is between 0 and ``MAX_GRACEFUL_TIMEOUT`` seconds.
+an existing directory and every program must be found (those of ``command``
+checks too), and a ``graceful_timeout`` is between 0 and
+``MAX_GRACEFUL_TIMEOUT`` seconds. Command names are unique; dependencies name
+commands of the file, form no cycle, and wait for ``ready`` only of a command
+that has a ``ready`` check.
 
 Limits, so that any file is accepted or refused in bounded time and memory: a
 regular file of at most 1 MiB (``MAX_FILE_SIZE``) of UTF-8 text, at most
@@ -32,7 +43,8 @@ regular file of at most 1 MiB (``MAX_FILE_SIZE``) of UTF-8 text, at most
 (``MAX_KEY_PARTS``). Nesting deeper than the TOML parser can follow is refused.
 
 Any problem raises one WorkspaceError, a one-line message ``FILE:LINE: KEY:
-message`` (``FILE: KEY: message`` when the line cannot be known).
+message`` (``FILE: KEY: message`` when the line cannot be known). The result is
+a :class:`procwindow.core.Workspace`, which ``start(supervisor)`` runs.
 """
 
 from __future__ import annotations
@@ -42,24 +54,28 @@ import os
 import re
 import stat
 import tomllib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import (
     DEFAULT_TOOL,
     MAX_GRACEFUL_TIMEOUT,
+    Backoff,
+    Command,
     CommandError,
     CommandNotFound,
+    InvalidWorkspace,
+    Liveness,
     NotExecutable,
-    Proc,
     ProcwindowError,
-    Supervisor,
+    Ready,
+    Workspace,
     check_graceful_timeout,
     command_argv,
 )
+from ..core._agent import check_timeout
 from ..core._spawn import resolve as resolve_command
 from ..core._text import escape_controls
+from ..core._workspace import MAX_RESTARTS, check_command_name, condition_of, policy_of
 from ..core.rules import check_scope_name, check_tool
 from ._sockdir import check_name
 from ._toml_lines import Key, key_line, key_text, long_dotted_key
@@ -102,52 +118,35 @@ class WorkspaceError(ProcwindowError):
         self.key = key
 
 
-@dataclass(frozen=True, slots=True)
-class Command:
-    """One command a workspace starts."""
-
-    session: str
-    agent: str
-    argv: tuple[str, ...]
-    tool: str = DEFAULT_TOOL
-    cwd: str | None = None
-    env: Mapping[str, str] | None = None
-    graceful_timeout: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Workspace:
-    """A parsed workspace: its sessions (with their agents) and commands, in file order."""
-
-    path: str
-    name: str | None
-    graceful_timeout: float | None
-    sessions: dict[str, list[str]] = field(default_factory=dict)
-    commands: list[Command] = field(default_factory=list)
-
-    async def start(self, sup: Supervisor) -> list[Proc]:
-        """Start every command, in order; return their procs.
-
-        Everything a spawn checks was checked when the file was parsed.
-        """
-        return [
-            await sup.spawn(
-                c.argv,
-                session=c.session,
-                agent=c.agent,
-                tool=c.tool,
-                cwd=c.cwd,
-                env=c.env,
-                graceful_timeout=c.graceful_timeout,
-            )
-            for c in self.commands
-        ]
-
-
 _TOP_KEYS = {"name", "graceful_timeout", "session"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
-_COMMAND_KEYS = {"tool", "argv", "shell", "cwd", "env", "graceful_timeout"}
+_COMMAND_KEYS = {
+    "name",
+    "tool",
+    "argv",
+    "shell",
+    "cwd",
+    "env",
+    "graceful_timeout",
+    "depends_on",
+    "ready",
+    "liveness",
+    "restart",
+    "backoff",
+    "max_restarts",
+}
+#: The keys of each kind of check (``ready``, ``liveness``), and its timings.
+_CHECK_KINDS = {
+    "line": {"line", "regex", "stream"},
+    "port": {"port", "host"},
+    "command": {"command"},
+    "shell": {"shell"},
+}
+_READY_TIMINGS = {"interval", "timeout"}
+_LIVENESS_TIMINGS = {"period", "timeout", "failures", "delay"}
+_BACKOFF_KEYS = {"initial", "factor", "cap"}
+_CONDITIONS = "'started', 'ready', 'completed' or 'completed_successfully'"
 
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -258,6 +257,8 @@ class _Checker:
         self.path = path
         self._base: str | None = None
         self._commands = 0
+        #: Per command: where it is, whether it has a name, its depends_on as written.
+        self._placed: list[tuple[Key, bool, dict[str, str] | list[str]]] = []
 
     def fail(self, key: Key, message: str) -> WorkspaceError:
         # Finding a line costs a pass over the text: only an error pays for it.
@@ -304,15 +305,17 @@ class _Checker:
                 check_name(name)
             except ProcwindowError as exc:
                 raise self.fail(("name",), str(exc)) from None
-        ws = Workspace(path=self.path, name=name, graceful_timeout=self.grace(data, ()))
+        grace = self.grace(data, ())
+        sessions: dict[str, list[str]] = {}
+        commands: list[Command] = []
         agents_of: dict[str, set[str]] = {}
         for si, session in enumerate(self.array(data, "session", (), "session")):
             where_s: Key = ("session", si)
             self.table(session, where_s, _SESSION_KEYS)
             sname = self.scope_name(session, "session", where_s)
-            if sname in ws.sessions:
+            if sname in sessions:
                 raise self.fail((*where_s, "name"), f"session {_show(sname)} is declared twice")
-            ws.sessions[sname] = []
+            sessions[sname] = []
             agents_of[sname] = set()
             for ai, agent in enumerate(self.array(session, "agent", where_s, "session.agent")):
                 where_a = (*where_s, "agent", ai)
@@ -324,11 +327,31 @@ class _Checker:
                         f"agent {_show(aname)} is declared twice in {_show(sname)}",
                     )
                 agents_of[sname].add(aname)
-                ws.sessions[sname].append(aname)
-                commands = self.array(agent, "command", where_a, "session.agent.command")
-                for ci, cmd in enumerate(commands):
-                    ws.commands.append(self.command(cmd, sname, aname, (*where_a, "command", ci)))
-        return ws
+                sessions[sname].append(aname)
+                listed = self.array(agent, "command", where_a, "session.agent.command")
+                for ci, cmd in enumerate(listed):
+                    commands.append(self.command(cmd, sname, aname, (*where_a, "command", ci)))
+        try:
+            return Workspace(
+                commands, name=name, path=self.path, graceful_timeout=grace, sessions=sessions
+            )
+        except InvalidWorkspace as exc:  # names and the dependency graph, as a whole
+            raise self.fail(self.graph_key(exc), str(exc)) from None
+
+    def graph_key(self, exc: InvalidWorkspace) -> Key:
+        """Where in the file a workspace-wide fault lies."""
+        if exc.index is None or exc.index >= len(self._placed):
+            return ()
+        where, named, deps = self._placed[exc.index]
+        if exc.field == "name":
+            return (*where, "name") if named else where
+        if exc.field == "depends_on" and exc.dependency is not None:
+            if isinstance(deps, dict):
+                return (*where, "depends_on", exc.dependency)
+            if exc.dependency in deps:
+                return (*where, "depends_on", deps.index(exc.dependency))
+            return (*where, "depends_on")
+        return where
 
     def scope_name(self, table: dict[str, Any], kind: str, where: Key) -> str:
         if "name" not in table:
@@ -366,21 +389,256 @@ class _Checker:
                 where, f"too many commands: a workspace may start at most {MAX_COMMANDS:,}"
             )
         table = self.table(cmd, where, _COMMAND_KEYS)
+        name = self.command_name(table, where)
         args = self.argv(table, where)
         tool = self.tool(table, where)
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
         self.resolve(args[0], cwd, env, (*where, "shell" if "shell" in table else "argv"))
-        return Command(
-            session=session,
-            agent=agent,
-            argv=args,
-            tool=tool,
-            cwd=cwd,
-            env=env,
-            graceful_timeout=grace,
+        deps = self.depends_on(table, where)
+        ready = None
+        if "ready" in table:
+            ready = self.check(table["ready"], (*where, "ready"), cwd, env, _READY_TIMINGS)
+        liveness = self.liveness(table, where, cwd, env)
+        restart = table.get("restart", "no")
+        if not isinstance(restart, str):
+            raise self.fail(
+                (*where, "restart"),
+                f"must be 'no', 'on-failure' or 'always' (a string), got {_kind(restart)}",
+            )
+        try:
+            policy = policy_of(restart)
+        except InvalidWorkspace as exc:
+            raise self.fail((*where, "restart"), str(exc).removeprefix("restart ")) from None
+        backoff = self.backoff(table, where)
+        max_restarts = self.max_restarts(table, where)
+        self._placed.append((where, name is not None, deps))
+        try:
+            return Command(
+                session=session,
+                agent=agent,
+                argv=args,
+                tool=tool,
+                cwd=cwd,
+                env=env,
+                graceful_timeout=grace,
+                name=name,
+                depends_on=deps,
+                ready=ready,
+                liveness=liveness,
+                restart=policy,
+                backoff=backoff,
+                max_restarts=max_restarts,
+            )
+        except InvalidWorkspace as exc:  # each key was checked: a rule missed above
+            key = (*where, exc.field) if exc.field else where
+            raise self.fail(key, str(exc)) from None
+
+    def command_name(self, table: dict[str, Any], where: Key) -> str | None:
+        if "name" not in table:
+            return None
+        value = table["name"]
+        key = (*where, "name")
+        if not isinstance(value, str):
+            raise self.fail(key, f"must be a string, got {_kind(value)}")
+        try:
+            return check_command_name(value)
+        except InvalidWorkspace as exc:
+            raise self.fail(key, str(exc)) from None
+
+    def depends_on(self, table: dict[str, Any], where: Key) -> dict[str, str] | list[str]:
+        value = table.get("depends_on")
+        key = (*where, "depends_on")
+        if value is None:
+            return {}
+        if isinstance(value, list):
+            seen: set[str] = set()
+            for i, item in enumerate(value):
+                if not isinstance(item, str):
+                    raise self.fail(
+                        (*key, i), f"must be a command name (a string), got {_kind(item)}"
+                    )
+                if not item:
+                    raise self.fail((*key, i), "a command name must not be empty")
+                if item in seen:
+                    raise self.fail((*key, i), f"names {_show(item)} twice")
+                seen.add(item)
+            return list(value)
+        if isinstance(value, dict):
+            for dep, cond in value.items():
+                if not dep:
+                    raise self.fail((*key, dep), "a command name must not be empty")
+                if not isinstance(cond, str):
+                    raise self.fail(
+                        (*key, dep), f"must be a condition ({_CONDITIONS}), got {_kind(cond)}"
+                    )
+                try:
+                    condition_of(cond)
+                except InvalidWorkspace as exc:
+                    raise self.fail((*key, dep), str(exc).removeprefix("the condition ")) from None
+            return dict(value)
+        raise self.fail(
+            key,
+            'must be a table of conditions ({ db = "ready" }) or an array of command names,'
+            f" got {_kind(value)}",
         )
+
+    def check(
+        self, value: object, key: Key, cwd: str, env: dict[str, str] | None, timings: set[str]
+    ) -> Ready:
+        """A ``ready`` (or ``liveness``) check: a line pattern, a port, or a table
+        with one of line, port, command or shell (and ``timings``)."""
+        if isinstance(value, str):
+            if not value:
+                raise self.fail(key, "a line pattern must not be empty")
+            return self.ready_of(key, {"line": value})
+        if isinstance(value, int) and not isinstance(value, bool):
+            self.port(value, key)
+            return Ready(port=value)
+        if not isinstance(value, dict):
+            raise self.fail(
+                key,
+                "must be a line pattern (a string), a port (an integer) or a table with one of"
+                f" line, port, command or shell, got {_kind(value)}",
+            )
+        kinds = [kind for kind in _CHECK_KINDS if kind in value]
+        if len(kinds) != 1:
+            raise self.fail(key, "give exactly one of line, port, command or shell")
+        kind = kinds[0]
+        allowed = _CHECK_KINDS[kind] | timings
+        for name in value:
+            if name not in allowed:
+                raise self.fail(
+                    (*key, name),
+                    f"a {kind} check takes no {_show(name)}"
+                    f" (it takes: {', '.join(sorted(allowed))})",
+                )
+        fields: dict[str, object] = {}
+        for name, item in value.items():
+            if name in timings:
+                continue
+            fields[name] = self.check_field(name, item, (*key, name), cwd, env)
+        if "interval" in value:
+            fields["interval"] = self.seconds(value["interval"], (*key, "interval"))
+        if "timeout" in value and timings is _READY_TIMINGS:  # a liveness timeout is its own
+            fields["timeout"] = self.seconds(value["timeout"], (*key, "timeout"))
+        if kind in ("command", "shell"):
+            fields["cwd"] = cwd
+        return self.ready_of(key, fields)
+
+    def check_field(
+        self, name: str, item: object, key: Key, cwd: str, env: dict[str, str] | None
+    ) -> object:
+        if name in ("line", "host", "shell"):
+            if not isinstance(item, str):
+                raise self.fail(key, f"must be a string, got {_kind(item)}")
+            if not item.strip():
+                raise self.fail(key, "must not be empty")
+            if "\0" in item:
+                raise self.fail(key, "contains a NUL character")
+            return item
+        if name == "regex":
+            if not isinstance(item, bool):
+                raise self.fail(key, f"must be true or false, got {_kind(item)}")
+            return item
+        if name == "stream":
+            if item not in ("stdout", "stderr"):
+                raise self.fail(key, f"must be 'stdout' or 'stderr', got {_show(item)}")
+            return item
+        if name == "port":
+            return self.port(item, key)
+        # command: an argv whose program is found now, as the command's is
+        self.strings(item, key)
+        assert isinstance(item, list)
+        try:
+            argv = command_argv(item)
+        except CommandError as exc:
+            sub = key if exc.index is None else (*key, exc.index)
+            raise self.fail(sub, exc.reason) from None
+        self.resolve(argv[0], cwd, env, key)
+        return argv
+
+    def port(self, value: object, key: Key) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"a port must be an integer, got {_kind(value)}")
+        if not 0 < value < 65536:
+            raise self.fail(key, f"a port must be 1-65535, got {_show(value)}")
+        return value
+
+    def seconds(self, value: object, key: Key) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self.fail(key, f"must be a number of seconds, got {_kind(value)}")
+        try:
+            seconds = check_timeout(value)
+        except (ValueError, OverflowError):
+            seconds = None
+        if seconds is None or seconds > 86_400:
+            raise self.fail(
+                key, f"must be a positive number of seconds (at most a day), got {_show(value)}"
+            )
+        return seconds
+
+    def ready_of(self, key: Key, fields: dict[str, object]) -> Ready:
+        try:
+            return Ready.of(fields)
+        except ProcwindowError as exc:  # a regex that does not compile
+            raise self.fail((*key, "line") if "line" in fields else key, str(exc)) from None
+
+    def liveness(
+        self, table: dict[str, Any], where: Key, cwd: str, env: dict[str, str] | None
+    ) -> Liveness | None:
+        if "liveness" not in table:
+            return None
+        value = table["liveness"]
+        key = (*where, "liveness")
+        check = self.check(value, key, cwd, env, _LIVENESS_TIMINGS)
+        timings = (
+            {k: v for k, v in value.items() if k in _LIVENESS_TIMINGS}
+            if isinstance(value, dict)
+            else {}
+        )
+        for name, item in timings.items():
+            if name == "failures":
+                if isinstance(item, bool) or not isinstance(item, int):
+                    raise self.fail((*key, name), f"must be an integer, got {_kind(item)}")
+            elif isinstance(item, bool) or not isinstance(item, (int, float)):
+                raise self.fail((*key, name), f"must be a number of seconds, got {_kind(item)}")
+        try:
+            return Liveness(check, **timings)
+        except InvalidWorkspace as exc:
+            return self.refuse(exc, key, "liveness", _LIVENESS_TIMINGS)
+
+    def backoff(self, table: dict[str, Any], where: Key) -> Backoff:
+        if "backoff" not in table:
+            return Backoff()
+        key = (*where, "backoff")
+        value = self.table(table["backoff"], key, _BACKOFF_KEYS)
+        for name, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, (int, float)):
+                raise self.fail((*key, name), f"must be a number, got {_kind(item)}")
+        try:
+            return Backoff(**value)
+        except InvalidWorkspace as exc:
+            return self.refuse(exc, key, "backoff", _BACKOFF_KEYS)
+
+    def refuse(self, exc: InvalidWorkspace, key: Key, what: str, names: set[str]) -> Any:
+        """Raise ``exc`` placed on the key its message names (``backoff cap must…``)."""
+        message = str(exc)
+        for name in sorted(names):
+            prefix = f"{what} {name} "
+            if message.startswith(prefix):
+                raise self.fail((*key, name), message.removeprefix(prefix)) from None
+        raise self.fail(key, message) from None
+
+    def max_restarts(self, table: dict[str, Any], where: Key) -> int:
+        value = table.get("max_restarts", 10)
+        key = (*where, "max_restarts")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self.fail(key, f"must be an integer, got {_kind(value)}")
+        if not 0 <= value <= MAX_RESTARTS:
+            raise self.fail(key, f"must be between 0 and {MAX_RESTARTS:,}, got {_show(value)}")
+        return value
 
     def argv(self, table: dict[str, Any], where: Key) -> tuple[str, ...]:
         argv, shell = table.get("argv"), table.get("shell")

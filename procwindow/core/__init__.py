@@ -24,8 +24,11 @@ from ._errors import (
     WrongLoop,
 )
 from ._events import Subscription
+from ._interface import SupervisorAPI
+from ._orchestra import CommandState, WorkspaceRun, command_state
 from ._output import LINE_MAX
 from ._proc import Proc
+from ._replay import ByteBatch
 from ._search import SearchHit
 from ._supervisor import Supervisor
 from ._text import format_runtime
@@ -40,11 +43,25 @@ from ._types import (
     Line,
     OutputEvent,
     PartialEvent,
+    Phase,
+    PhaseEvent,
     ProcState,
     ProcStats,
     ReadBatch,
     StartEvent,
     Stream,
+)
+from ._workspace import (
+    Backoff,
+    Command,
+    Condition,
+    Dependency,
+    InvalidWorkspace,
+    Liveness,
+    RestartPolicy,
+    Workspace,
+    WorkspaceConflict,
+    WorkspaceNotFound,
 )
 from .rules import (
     DEFAULT_AGENT,
@@ -72,10 +89,16 @@ __all__ = [
     "LINE_MAX",
     "MAX_GRACEFUL_TIMEOUT",
     "MIN_LOG_CAP",
+    "Backoff",
+    "ByteBatch",
     "Clock",
+    "Command",
     "CommandError",
     "CommandNotFound",
+    "CommandState",
+    "Condition",
     "CwdMissing",
+    "Dependency",
     "Event",
     "EventKind",
     "Excerpt",
@@ -85,13 +108,17 @@ __all__ = [
     "InvalidArgv",
     "InvalidPattern",
     "InvalidScope",
+    "InvalidWorkspace",
     "Line",
+    "Liveness",
     "NoMatch",
     "NotExecutable",
     "NotReady",
     "OutputEvent",
     "PartialEvent",
     "Pattern",
+    "Phase",
+    "PhaseEvent",
     "Proc",
     "ProcNotFound",
     "ProcRunning",
@@ -100,6 +127,7 @@ __all__ = [
     "ProcwindowError",
     "ReadBatch",
     "Ready",
+    "RestartPolicy",
     "ScopeCounts",
     "SearchHit",
     "SpawnFailed",
@@ -108,12 +136,18 @@ __all__ = [
     "Stream",
     "Subscription",
     "Supervisor",
+    "SupervisorAPI",
     "SupervisorClosed",
     "UnsafePath",
     "UnsupportedPlatform",
+    "Workspace",
+    "WorkspaceConflict",
+    "WorkspaceNotFound",
+    "WorkspaceRun",
     "WrongLoop",
     "check_graceful_timeout",
     "command_argv",
+    "command_state",
     "count_scopes",
     "format_runtime",
     "scope_pattern",

@@ -134,7 +134,8 @@ class Ready:
 
     Ports and commands are polled every ``interval`` seconds. ``timeout``: give
     up that many seconds after the start (the proc keeps running, ``ready``
-    stays False, ``wait_ready`` raises NotReady). A str is short for
+    stays False, ``wait_ready`` raises NotReady). A command runs in ``cwd``
+    (None: the supervisor's working directory). A str is short for
     ``Ready(line=...)`` and an int for ``Ready(port=...)``.
     """
 
@@ -147,6 +148,7 @@ class Ready:
     shell: str | None = None
     interval: float = 0.25
     timeout: float | None = None
+    cwd: str | None = None
 
     def __post_init__(self) -> None:
         given = [self.line is not None, self.port is not None, self.command is not None]
@@ -215,6 +217,8 @@ class Ready:
         out["interval"] = self.interval
         if self.timeout is not None:
             out["timeout"] = self.timeout
+        if self.cwd is not None and self.command is not None:
+            out["cwd"] = self.cwd
         return out
 
 
@@ -234,7 +238,7 @@ async def _probe(ready: Ready) -> bool:
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     assert ready.command is not None
-    return await _command_ok(ready.command)
+    return await _command_ok(ready.command, ready.cwd)
 
 
 async def _port_open(host: str, port: int, timeout: float) -> bool:
@@ -248,11 +252,12 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
     return True
 
 
-def _start_check(argv: Sequence[str]) -> subprocess.Popen[bytes] | None:
+def _start_check(argv: Sequence[str], cwd: str | None) -> subprocess.Popen[bytes] | None:
     """Start a check command (Popen's vfork fast path: a moment); None if it cannot."""
     try:
         check = subprocess.Popen(
             list(argv),
+            cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -270,13 +275,13 @@ def _ignore() -> None:
     """The orphan reaper's owner of a check command: its status is ours to take."""
 
 
-async def _command_ok(argv: Sequence[str]) -> bool:
+async def _command_ok(argv: Sequence[str], cwd: str | None = None) -> bool:
     """Run a check command in a group of its own; True if it exits 0 within
     CHECK_COMMAND_TIMEOUT. Its exit is seen through a pidfd (no thread, no
     child watcher), and it is killed with its group when it overruns or the
     check is cancelled."""
     loop = asyncio.get_running_loop()
-    check = _start_check(argv)
+    check = _start_check(argv, cwd)
     if check is None:
         return False
     pidfd: int | None = None

@@ -8,16 +8,16 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from ._child import Child
 from ._disklog import DiskLog
 from ._errors import ProcNotFound, ProcRunning, ProcwindowError
 from ._history import History, HistoryRow
 from ._logdir import LogDir, journal_path, log_file_path
-from ._output import RingBudget
+from ._output import OutputStore, RingBudget
 from ._proc import Proc
-from ._replay import DiskOutput
+from ._replay import ByteBatch, ByteSink, DiskOutput, encode_lines
 from ._types import Line, ReadBatch, Stream
 
 __all__ = [
@@ -117,6 +117,12 @@ class Archive:
             return
         yield self._next_id
         self._next_id += 1
+
+    def defer_writes(self, soon: Callable[[Callable[[], None]], object]) -> None:
+        """Commit the history writes of one pass of the event loop together,
+        through ``soon`` (the loop's ``call_soon``), instead of one each."""
+        if self.db is not None:
+            self.db.soon = soon
 
     def prepare(self, proc_id: int) -> DiskLog:
         return self.logs.prepare(proc_id, self.log_cap)
@@ -268,6 +274,57 @@ class Archive:
         eof = not child.open_streams and cursor >= store.last_seq
         return ReadBatch(lines, dropped, max(cursor, since), eof)
 
+    def read_past_bytes(
+        self,
+        proc_id: int,
+        since: int,
+        limit: int | None,
+        max_bytes: int | None,
+        stream: Stream | None,
+    ) -> ByteBatch:
+        row = self.row(proc_id)
+        finished = row.ended_at is not None or not row.live_run
+        out = self.reader(row.log_dir or self.logs.path, proc_id, finished)
+        sink = ByteSink(since, limit, max_bytes)
+        reached = out.read_bytes(sink, stream)
+        eof = finished and (reached or sink.cursor >= out.last_seq)
+        return sink.batch(eof)
+
+    def read_child_bytes(
+        self,
+        child: Child,
+        since: int,
+        limit: int | None,
+        max_bytes: int | None,
+        want: Stream | None,
+    ) -> ByteBatch:
+        """A live child's lines as bytes: those ``read_child`` gives."""
+        store = child.store
+        disk = child.disk
+        sink = ByteSink(since, limit, max_bytes)
+        usable = disk.journal_path is not None and disk.error is None
+        if (
+            usable
+            and disk.complete
+            and not child.capture_failed
+            and not any(disk.cut_bytes.values())
+        ):
+            # Disk holds every line the ring does, the same ones: copy them
+            # all from the logs (the ring's blocks would cost a Line each).
+            out = self.reader(self.logs.path, child.id, finished=False)
+            out.read_bytes(sink, want, upto=store.last_seq + 1)
+        else:
+            reached = True
+            if since + 1 < store.first_seq and usable:
+                out = self.reader(self.logs.path, child.id, finished=False)
+                reached = out.read_bytes(sink, want, upto=store.first_seq)
+                if reached:
+                    sink.cursor = max(sink.cursor, store.first_seq - 1)
+            if reached:
+                _ring_bytes(store, sink, want)
+        eof = not child.open_streams and sink.cursor >= store.last_seq
+        return sink.batch(eof)
+
     def log_path(self, proc_id: int, stream: Stream) -> str:
         row = self.row(proc_id)
         return log_file_path(row.log_dir or self.logs.path, proc_id, stream)
@@ -320,6 +377,27 @@ class Archive:
         if self.db is not None:
             self.db.close()
         self.logs.remove()
+
+
+#: Lines taken from a ring at a time by ``read_bytes``.
+_RING_STEP = 4096
+
+
+def _ring_bytes(store: OutputStore, sink: ByteSink, want: Stream | None) -> None:
+    """Add a ring's lines after ``sink.cursor`` to ``sink``, within its bounds."""
+    while not sink.full:
+        left = sink.lines_left()
+        step = _RING_STEP if left is None else min(left, _RING_STEP)
+        lines, lost, cursor = store.read(sink.cursor, step, want)
+        before = sink.count
+        if not sink.add_lines(encode_lines(lines)):
+            if sink.count > before:
+                sink.dropped += lost
+            return
+        sink.dropped += lost
+        sink.cursor = max(sink.cursor, cursor)
+        if len(lines) < step:
+            return
 
 
 def reclaim_rings(children: Iterable[Child], budget: RingBudget) -> None:

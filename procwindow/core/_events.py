@@ -9,13 +9,18 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from ._topics import Pattern, topic_for
-from ._types import Event, EventKind, ExitEvent, OutputEvent, PartialEvent, StartEvent
-
-if TYPE_CHECKING:
-    from ._proc import Proc
+from ._types import (
+    Event,
+    EventKind,
+    ExitEvent,
+    OutputEvent,
+    PartialEvent,
+    PhaseEvent,
+    StartEvent,
+)
 
 __all__ = ["DEFAULT_QUEUE_SIZE", "MISSED_TOPIC", "EventHub", "Subscription"]
 
@@ -31,7 +36,19 @@ _EVENT_CLASS: dict[EventKind, type[Event]] = {
     EventKind.OUTPUT: OutputEvent,
     EventKind.PARTIAL: PartialEvent,
     EventKind.EXIT: ExitEvent,
+    EventKind.PHASE: PhaseEvent,
 }
+
+
+class _Subject(Protocol):
+    """What an event is about: a Proc, or a workspace command (proc 0 before it starts)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def session(self) -> str: ...
+    @property
+    def agent(self) -> str: ...
 
 
 class _Unsubscribe(Protocol):
@@ -170,7 +187,7 @@ class EventHub:
         return bool(self._subs)
 
     def publish(
-        self, p: Proc, kind: EventKind, *, at: float | None = None, **fields: object
+        self, p: _Subject, kind: EventKind, *, at: float | None = None, **fields: object
     ) -> None:
         """An event of ``kind`` about ``p`` (``at``: its time, else now)."""
         if not self._subs:

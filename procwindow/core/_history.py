@@ -23,7 +23,7 @@ import logging
 import os
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -152,6 +152,10 @@ class History:
         self._ids_fd: int | None = None
         self._kept: list[tuple[str, tuple[Any, ...]]] = []
         self._seen = 0.0
+        #: Set (to a loop's ``call_soon``), writes are committed together soon
+        #: after, in one transaction; unset, each is committed at once.
+        self.soon: Callable[[Callable[[], None]], object] | None = None
+        self._flush_pending = False
         private_dir(state_dir, what="state directory")
         self._ids_fd = open_private_file(
             os.path.join(state_dir, "ids"), what="id counter", readable=True, keep=True
@@ -294,6 +298,14 @@ class History:
         if self._db is None:
             return
         self._kept.append((sql, params))
+        if self.soon is None:
+            self.flush(_BUSY_MS)
+        elif not self._flush_pending:
+            self._flush_pending = True
+            self.soon(self._flush_soon)
+
+    def _flush_soon(self) -> None:
+        self._flush_pending = False
         self.flush(_BUSY_MS)
 
     def flush(self, busy_ms: int = _BUSY_MS) -> bool:

@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _agent, _spawn, _stdin, _waiting
 from ._agent import Excerpt, Ready
@@ -39,6 +39,7 @@ from ._output import OutputStore, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
+from ._replay import ByteBatch
 from ._reports import idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
@@ -66,6 +67,9 @@ from .rules import (
     check_tool,
     command_argv,
 )
+
+if TYPE_CHECKING:
+    from ._orchestra import WorkspaceRun
 
 __all__ = ["Supervisor"]
 
@@ -118,6 +122,9 @@ class _Running:
         self.starter = Starter(
             loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
         )
+        # History writes made in one pass of the loop (a spawn's row, an exit and
+        # its output counters) are committed together, right after it.
+        sup._archive.defer_writes(loop.call_soon)
 
     def close(self) -> None:
         self.sweeper.close()
@@ -217,6 +224,9 @@ class Supervisor:
         self._run: _Running | None = None
         self._closed = False
         self._closing = False
+        #: The workspaces running here (``Workspace.start`` adds, their stop
+        #: removes); close() stops them first, each dependents first.
+        self._workspaces: list[WorkspaceRun] = []
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -265,6 +275,12 @@ class Supervisor:
         return self._archive.on
 
     @property
+    def workspaces(self) -> list[WorkspaceRun]:
+        """The workspaces running on this supervisor (``Workspace.start``), in
+        the order they started; each tells its commands' states."""
+        return list(self._workspaces)
+
+    @property
     def history_error(self) -> str | None:
         """Why history is off or stopped (a broken database, a read-only
         directory), or None. Supervision goes on either way."""
@@ -284,6 +300,11 @@ class Supervisor:
         self._closing = True
         clean = False
         try:
+            for workspace in reversed(list(self._workspaces)):  # spawns are refused now
+                try:
+                    await workspace.stop()
+                except Exception:
+                    log.exception("stopping a workspace in order failed; closing goes on")
             if self._run is not None:  # each start under way gives its child up
                 await self._run.starter.settle()
             clean = True if self._run is None else await self._stop_everything(self._run)
@@ -684,6 +705,44 @@ class Supervisor:
         batch = self._archive.read_child(child, since, limit, want)
         return child.with_partials(batch, limit, want) if partial else batch
 
+    def read_bytes(
+        self,
+        proc_id: int,
+        since: int = 0,
+        *,
+        limit: int | None = None,
+        max_bytes: int | None = None,
+        stream: Stream | str | None = None,
+    ) -> ByteBatch:
+        """The lines ``read()`` returns, as one ``bytes``: for a viewer, an
+        export or a pipe, where a ``Line`` per line costs too much.
+
+        ``data`` is the lines' text, UTF-8 encoded, each followed by ``\n``
+        (a last line without one gets one): ``read_bytes(id, s).data ==
+        read(id, s).text.encode()``, and ``count``, ``dropped``, ``cursor`` and
+        ``eof`` are what ``read()`` gives. The lines are copied from the log
+        files in large slices: the log's own bytes, wherever they are valid
+        UTF-8 without ``\r`` and no line is longer than ``LINE_MAX``.
+
+        ``limit`` bounds the lines and ``max_bytes`` the bytes of one call (whole
+        lines, at least one); pass ``cursor`` as ``since`` to go on. A call ends
+        where one of the child's reads (at most 1 MiB each) ended if that fills a
+        quarter of ``max_bytes``, so it may return less. 1-2 MiB a call is the
+        fastest way through a long output (pages that fit the CPU's caches).
+
+        >>> batch = sup.read_bytes(p.id, max_bytes=2 << 20)  # doctest: +SKIP
+        >>> sys.stdout.buffer.write(batch.data)  # doctest: +SKIP
+        """
+        if max_bytes is not None and (
+            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
+        ):
+            raise ValueError(f"max_bytes must be a positive int (or None), got {max_bytes!r}")
+        want = Stream(stream) if stream is not None else None
+        child = self._live(proc_id)
+        if child is None:
+            return self._archive.read_past_bytes(self._id(proc_id), since, limit, max_bytes, want)
+        return self._archive.read_child_bytes(child, since, limit, max_bytes, want)
+
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only)."""
         if isinstance(proc_id, int) and proc_id in self._children:
@@ -827,7 +886,8 @@ class Supervisor:
         """Events whose topic matches ``pattern`` (``*`` one token, ``>`` the rest).
 
         Topics are ``session.{sid}.agent.{aid}.proc.{kind}``, kind one of
-        ``start stopping output partial ready exit dismiss``; a ``.`` in a
+        ``start stopping output partial ready exit dismiss`` (and ``phase``
+        for the commands of a running workspace); a ``.`` in a
         name is ``%2E`` there (``scope_pattern`` builds patterns for you).
         ``proc``: only that proc's events. A proc's output events come before
         its exit event, which carries the final cursor (``ExitEvent.last_seq``).
@@ -971,11 +1031,20 @@ class Supervisor:
 
         CPU % is measured since the previous call for the same processes (0.0 the
         first time), so call it at a steady interval (the window: once a second).
-        Out of file descriptors it counts what it can (the leader at least).
+        Who is in the tree comes from a scan of /proc at most STATS_TREE_TTL
+        seconds old (a scan of 1,000 processes takes ~0.1 s: a window sampling
+        every row each second must not pay it every second); the values are
+        each member's own, read now. Out of file descriptors it counts what it
+        can (the leader at least).
         """
         child = self._child(proc_id)
-        tree = self._run.signals.tree(child) if self._run is not None else None
+        run = self._run
+        tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
         return tree_stats(child, tree or ())
+
+
+#: How old the scan of /proc that ``stats`` finds a tree's members in may be (seconds).
+STATS_TREE_TTL = 3.0
 
 
 def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:

@@ -19,6 +19,8 @@ __all__ = [
     "Line",
     "OutputEvent",
     "PartialEvent",
+    "Phase",
+    "PhaseEvent",
     "ProcState",
     "ProcStats",
     "ReadBatch",
@@ -142,6 +144,8 @@ class EventKind(enum.StrEnum):
     shows it. ``ready``: the proc's readiness check passed.
     ``missed``: not about a proc; the subscriber fell behind and ``Event.missed``
     events matching its pattern were dropped (topic ``missed``, proc 0).
+    ``phase``: a workspace command changed phase (waiting, restarting, skipped…;
+    a :class:`PhaseEvent`, proc 0 before its first start).
     """
 
     START = "start"
@@ -152,6 +156,31 @@ class EventKind(enum.StrEnum):
     READY = "ready"
     DISMISS = "dismiss"
     MISSED = "missed"
+    PHASE = "phase"
+
+
+class Phase(enum.StrEnum):
+    """Where a workspace command is in its life (``WorkspaceRun.state``).
+
+    ``waiting``: for its dependencies. ``starting``: being spawned, or running
+    while its readiness check has not passed yet. ``running``: running (it has
+    no readiness check). ``ready``: running, its readiness check passed.
+    ``restarting``: it exited and starts again at ``next_attempt_at``.
+    ``skipped``: a dependency failed its condition; it never starts.
+    ``stopped``: stopped by a person (``term``, ``kill``) or by the workspace's
+    stop. ``completed``: it exited with code 0 and starts no more. ``failed``:
+    it exited otherwise (or could not be spawned) and starts no more.
+    """
+
+    WAITING = "waiting"
+    STARTING = "starting"
+    RUNNING = "running"
+    READY = "ready"
+    RESTARTING = "restarting"
+    SKIPPED = "skipped"
+    STOPPED = "stopped"
+    COMPLETED = "completed"
+    FAILED = "failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,6 +257,26 @@ class ExitEvent(Event):
     tool: str = ""
     cmd: str = ""
     last_seq: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseEvent(Event):
+    """A command of workspace ``workspace`` named ``command`` entered ``phase``,
+    or what it waits for changed. ``proc_id`` is its latest proc (0 before its
+    first start) and ``previous`` the proc a restart follows; ``waiting_for``
+    holds the ``(name, condition)`` pairs not met yet; ``next_attempt_at``
+    (Unix seconds) is set while ``restarting``; ``restarts`` counts its
+    restarts so far; ``detail`` says why, for people (``db never became
+    ready: it exited with code 1 (failed)``)."""
+
+    workspace: str = ""
+    command: str = ""
+    phase: Phase = Phase.WAITING
+    waiting_for: tuple[tuple[str, str], ...] = ()
+    restarts: int = 0
+    next_attempt_at: float | None = None
+    detail: str | None = None
+    previous: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

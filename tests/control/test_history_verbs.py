@@ -383,7 +383,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await _complete(sup, p.id)
             messages = await _messages(server.path, {"op": "search", "id": 1, "pattern": "HIT"})
             assert [m["hit"]["text"] for m in messages[:-1]] == ["hit 1", "hit 2", "hit 3"]
-            assert all("ok" not in m and m["id"] == 1 and m["v"] == 3 for m in messages[:-1])
+            assert all("ok" not in m and m["id"] == 1 and m["v"] == 4 for m in messages[:-1])
             assert messages[-1]["result"] == {"hits": 3, "limited": False}
 
             # A search that finds a hit, then scans on (as through gigabytes) for the
@@ -425,7 +425,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await asyncio.wait_for(closed.wait(), 10)
             sup.search = real  # type: ignore[method-assign]
             hello = await _messages(server.path, {"op": "hello"})
-            assert hello[-1]["result"]["protocol"] == 3
+            assert hello[-1]["result"]["protocol"] == 4
 
     asyncio.run(main())
 
@@ -634,14 +634,24 @@ def test_out_of_a_live_proc_marks_the_cut_in_replies_and_batches(tmp_path):
             assert batches[-1]["result"]["eof"] is True
             assert batches[-1]["result"]["exit"]["code"] == 0
 
-            # a page that stops before the gap: the mark opens the next page
+            # A page that stops just before the gap counts it (dropped: the lines
+            # after since, up to its cursor, that are gone); a page from its cursor
+            # does not count them again. One read from right before the gap opens
+            # with the mark.
             seqs = [x["seq"] for x in result["lines"]]
             before_gap = next(s for s, t in itertools.pairwise(seqs) if t != s + 1)
             (page,) = await _messages(
                 server.path, {"op": "out", "proc": p.id, "since": before_gap - 2, "limit": 2}
             )
             assert [x["seq"] for x in page["result"]["lines"]] == [before_gap - 1, before_gap]
-            assert page["result"]["dropped"] == 0
+            assert page["result"]["dropped"] == p.cut_lines
+            assert page["result"]["cursor"] == before_gap + p.cut_lines
+            (after,) = await _messages(
+                server.path,
+                {"op": "out", "proc": p.id, "since": page["result"]["cursor"], "limit": 1},
+            )
+            assert after["result"]["dropped"] == 0
+            assert [x["seq"] for x in after["result"]["lines"]] == [before_gap + p.cut_lines + 1]
             (page,) = await _messages(
                 server.path, {"op": "out", "proc": p.id, "since": before_gap, "limit": 1}
             )

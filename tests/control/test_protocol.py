@@ -49,7 +49,7 @@ def test_bad_requests_get_clear_errors_on_a_live_connection(server, line, code, 
         # the same connection still works
         ok = server.request({"op": "hello", "id": 2}, sock)
         assert ok["ok"] is True
-        assert ok["result"]["protocol"] == 3
+        assert ok["result"]["protocol"] == 4
     _still_serving(server)
 
 

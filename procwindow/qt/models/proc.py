@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from procwindow.core import (
     ProcNotFound,
     ProcState,
     Supervisor,
+    command_state,
     format_runtime,
 )
 from procwindow.core.rules import check_scope_name, scope_pattern
@@ -244,6 +246,7 @@ class ProcModel(QAbstractTableModel):
         self._from_end: dict[int, int] | None = None
         self._places: dict[int, int] = {}  # a restart's id -> the id whose place it takes
         self._running: set[int] = set()  # ids of rows not yet announced as exited
+        self._restarting: set[int] = set()  # ids whose workspace restarts them (a countdown)
         self._visible: tuple[int, int] | None = None
         self._sampler = RowSampler(self._sup.stats, TICK_INTERVAL_MS / 1000)
         self._sort_column: ProcColumn | None = None
@@ -418,6 +421,8 @@ class ProcModel(QAbstractTableModel):
                 return r.state.value
             case ProcRole.STATUS_TEXT:
                 return status_text(r.state, r.exit)
+            case ProcRole.PHASE_TEXT:
+                return self._phase_text(p.id)
             case ProcRole.STATUS_COLOR:
                 return status_color(r.state, r.exit)
             case ProcRole.EXIT_CODE:
@@ -826,6 +831,11 @@ class ProcModel(QAbstractTableModel):
             )
         if live:
             self._values_changed(_RUNTIME_SORT)
+        if self._restarting:  # the countdown in their Status cell
+            status = self._columns.index(ProcColumn.STATUS)
+            for row in sorted(r for r in map(self.rowOf, self._restarting) if r >= 0):
+                index = self.index(row, status)
+                self.dataChanged.emit(index, index, [ProcRole.PHASE_TEXT])
 
     def _sample(self) -> None:
         rows = self._rows
@@ -859,13 +869,22 @@ class ProcModel(QAbstractTableModel):
             self._values_changed(_STATE_SORT)
 
     def _update_timer(self) -> None:
-        if self._running and self._pump is not None:
+        if (self._running or self._restarting) and self._pump is not None:
             if not self._timer.isActive():
                 self._timer.start()
         else:
             self._timer.stop()
 
     # -- events ----------------------------------------------------------------
+
+    def _phase_text(self, proc_id: int) -> str:
+        """What the workspace does with this proc's command ("restarting in 4 s",
+        "ready"), "" when no running workspace started it or a later run
+        replaced it."""
+        state = command_state(self._sup, proc_id)
+        if state is None or state.proc_id != proc_id:
+            return ""
+        return state.describe(time.time())
 
     def _on_events(self, events: list[Event]) -> None:
         if any(ev.missed for ev in events):
@@ -883,6 +902,16 @@ class ProcModel(QAbstractTableModel):
                     exited.add(ev.proc_id)  # a state change: refresh the row
                 case EventKind.DISMISS:
                     dismissed.add(ev.proc_id)
+                case EventKind.PHASE if ev.proc_id:
+                    exited.add(ev.proc_id)  # a workspace command's phase: refresh the row
+                    if getattr(ev, "phase", None) == "restarting":
+                        self._restarting.add(ev.proc_id)
+                    else:
+                        self._restarting.discard(ev.proc_id)
+                    previous = getattr(ev, "previous", None)
+                    if previous:  # the run it restarts: its countdown is over
+                        self._restarting.discard(previous)
+                        exited.add(previous)
                 case _:
                     pass
         if started:

@@ -74,6 +74,7 @@ class ProcRole(enum.IntEnum):
     MEMORY_HISTORY = enum.auto()
     STATS_LIVE = enum.auto()
     SAMPLES = enum.auto()
+    PHASE_TEXT = enum.auto()
 
 
 PROC_ROLE_NAMES: dict[int, QByteArray] = {
@@ -107,6 +108,7 @@ PROC_ROLE_NAMES: dict[int, QByteArray] = {
     ProcRole.MEMORY_HISTORY: QByteArray(b"memoryHistory"),
     ProcRole.STATS_LIVE: QByteArray(b"statsLive"),
     ProcRole.SAMPLES: QByteArray(b"samples"),
+    ProcRole.PHASE_TEXT: QByteArray(b"phaseText"),
 }
 
 

@@ -400,14 +400,17 @@ FocusScope {
                     required property color statusColor
                     required property string exitReason
                     required property int exitCode
+                    // What its workspace does with it: "restarting in 4 s", "ready"…
+                    required property string phaseText
                     readonly property color tint: style.statusColor(statusColor)
+                    readonly property string exitInfo: exitReason.length > 0 ? qsTr("exit code %1 · reason %2").arg(exitCode).arg(exitReason) : ""
 
                     Item {
                         anchors.fill: parent
                         HoverHandler { id: statusHover }
-                        ToolTip.visible: statusHover.hovered && statusCell.exitReason.length > 0
+                        ToolTip.visible: statusHover.hovered && (statusCell.exitInfo.length > 0 || statusCell.phaseText.length > 0)
                         ToolTip.delay: 500
-                        ToolTip.text: qsTr("exit code %1 · reason %2").arg(statusCell.exitCode).arg(statusCell.exitReason)
+                        ToolTip.text: [statusCell.exitInfo, statusCell.phaseText].filter(t => t.length > 0).join("\n")
 
                         Rectangle {
                             anchors.verticalCenter: parent.verticalCenter
@@ -421,7 +424,8 @@ FocusScope {
                             x: table.statusIndent
                             width: parent.width - x
                             height: parent.height
-                            text: statusCell.statusText
+                            // A restart on its way says when, instead of how the last run ended.
+                            text: statusCell.phaseText.startsWith("restarting") ? statusCell.phaseText : statusCell.statusText
                             color: statusCell.tint
                             font: table.statusFont
                             verticalAlignment: Text.AlignVCenter

@@ -1,0 +1,411 @@
+"""Links: how a RemoteSupervisor reaches a server, on this machine or through ssh.
+
+A target is a server name (``default``), a socket path (anything with a
+``/``), or ``ssh://[user@]host[:port][/NAME]``. Over ssh, each connection is
+one ``ssh host procwindow ctl bridge NAME`` whose stdin and stdout are one end
+of a socketpair: the bridge pumps bytes between them and the server's socket
+there, so the protocol is the same as on a local socket. OpenSSH does the
+rest (its config, keys, agent, host-key checking): no listener or crypto of
+ours. Each connection's ssh process is watched through a pidfd (no thread, no
+child watcher) and reaped when it ends; its stderr's last line explains a
+failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+import socket
+import subprocess
+from dataclasses import dataclass
+from typing import Protocol
+from urllib.parse import unquote, urlsplit
+
+from ..core import ProcwindowError
+from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
+from .aclient import READ_LIMIT, AsyncClient
+from .client import CannotConnect, ServerError
+
+__all__ = [
+    "BRIDGE_NO_SERVER",
+    "CONNECT_TIMEOUT",
+    "SSH_ENV",
+    "Disconnected",
+    "Link",
+    "LinkError",
+    "LocalLink",
+    "NoServer",
+    "RemoteNotInstalled",
+    "SshFailed",
+    "SshLink",
+    "Target",
+    "make_link",
+    "parse_target",
+]
+
+#: The environment variable with the ssh command to use (split like a shell
+#: would): ``PROCWINDOW_SSH="ssh -F ~/.ssh/work_config"``.
+SSH_ENV = "PROCWINDOW_SSH"
+#: The environment variable with the remote procwindow command (default ``procwindow``).
+REMOTE_ENV = "PROCWINDOW_REMOTE"
+#: Seconds a new connection may take to answer ``hello`` (ssh's handshake included).
+CONNECT_TIMEOUT = 30.0
+#: The exit status of ``procwindow ctl bridge`` when no server listens (ctl's).
+BRIDGE_NO_SERVER = 3
+#: ssh's own exit status for its failures (as opposed to the remote command's).
+_SSH_FAILED = 255
+#: A shell's "command not found".
+_NOT_FOUND = 127
+#: Bytes of an ssh process's stderr kept, for its last line.
+_STDERR_TAIL = 4096
+#: Seconds an ssh process is given to exit on its own once its connection is closed.
+_EXIT_WAIT = 2.0
+#: ssh options that come after the user's (the first value of an option wins):
+#: never prompt, and notice a dead link within half a minute.
+_SSH_DEFAULTS = (
+    "-T",
+    "-o",
+    "BatchMode=yes",
+    "-o",
+    "ServerAliveInterval=10",
+    "-o",
+    "ServerAliveCountMax=3",
+    "-o",
+    "ConnectTimeout=15",
+)
+
+
+class LinkError(ProcwindowError):
+    """A supervisor cannot be reached: the message is one line that says why."""
+
+
+class NoServer(LinkError):
+    """Nothing answers where the server should be (no ``procwindow serve``,
+    window or MCP server runs with that name)."""
+
+
+class SshFailed(LinkError):
+    """ssh itself failed: the host is unknown or down, the key was refused,
+    the host key does not match. The message ends with ssh's own last line."""
+
+
+class RemoteNotInstalled(LinkError):
+    """The host has no ``procwindow`` on the PATH of ssh's non-interactive shell."""
+
+
+class Disconnected(LinkError):
+    """The link is down (it is being restored): the action was not carried out,
+    or its outcome is unknown."""
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a server is: a socket path here, or a server name on an ssh host."""
+
+    path: str | None = None
+    host: str | None = None
+    user: str | None = None
+    port: int | None = None
+    name: str = DEFAULT_SERVER_NAME
+
+    def __str__(self) -> str:
+        if self.host is None:
+            return self.path or ""
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"ssh://{user}{self.host}{port}/{self.name}"
+
+
+def parse_target(text: str | None) -> Target:
+    """A target from the command line: None or ``""`` is the default server here.
+
+    >>> parse_target("ssh://me@build:2222/ci")
+    Target(path=None, host='build', user='me', port=2222, name='ci')
+    >>> str(parse_target("ssh://build"))
+    'ssh://build/default'
+    """
+    if not text:
+        return Target(path=_socket_of(DEFAULT_SERVER_NAME))
+    if text.startswith("ssh://"):
+        return _parse_ssh(text)
+    if "://" in text:
+        raise LinkError(f"{text}: only ssh:// reaches another machine")
+    if "/" in text:
+        return Target(path=text)
+    try:
+        check_name(text)
+    except SocketDirError as exc:
+        raise LinkError(str(exc)) from None
+    return Target(path=_socket_of(text), name=text)
+
+
+def _socket_of(name: str) -> str:
+    try:
+        return default_socket_path(name, create=False)
+    except ProcwindowError as exc:
+        raise NoServer(str(exc)) from None
+
+
+def _parse_ssh(text: str) -> Target:
+    try:
+        url = urlsplit(text)
+        port = url.port
+    except ValueError as exc:
+        raise LinkError(f"{text}: {exc}") from None
+    host = url.hostname
+    if not host or url.query or url.fragment or url.password is not None:
+        raise LinkError(f"{text}: give ssh://[user@]host[:port][/NAME]")
+    name = unquote(url.path.strip("/")) or DEFAULT_SERVER_NAME
+    try:
+        check_name(name)
+    except SocketDirError as exc:
+        raise LinkError(f"{text}: {exc}") from None
+    user = unquote(url.username) if url.username else None
+    return Target(host=host, user=user, port=port, name=name)
+
+
+class Link(Protocol):
+    """Opens connections to one server."""
+
+    @property
+    def where(self) -> str:
+        """The server, for messages."""
+        ...
+
+    async def open(self) -> AsyncClient:
+        """A new connection whose ``hello`` was answered; LinkError if none."""
+        ...
+
+    async def aclose(self) -> None:
+        """Let go of whatever helps the connections (ssh processes): call
+        after closing every connection."""
+        ...
+
+
+async def _hello(client: AsyncClient, where: str) -> None:
+    try:
+        await client.call("hello")
+    except ServerError as exc:
+        if exc.code == "version":
+            client.abort()
+            raise LinkError(f"{where}: {exc.message}") from None
+        raise
+
+
+class LocalLink:
+    """Connections to a Unix socket on this machine."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    @property
+    def where(self) -> str:
+        return self.path
+
+    async def open(self) -> AsyncClient:
+        try:
+            client = await AsyncClient.connect(self.path)
+        except CannotConnect as exc:
+            raise NoServer(str(exc)) from None
+        try:
+            await asyncio.wait_for(_hello(client, self.path), CONNECT_TIMEOUT)
+        except (ServerError, TimeoutError) as exc:
+            client.abort()
+            raise NoServer(f"{self.path}: the server does not answer ({exc})") from None
+        return client
+
+    async def aclose(self) -> None:
+        pass
+
+
+class _SshProcess:
+    """One ssh process: reaped through its pidfd, its stderr's tail kept."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
+        self.proc = proc
+        self._loop = loop
+        self._tail = b""
+        self.done: asyncio.Future[int] = loop.create_future()
+        self._pidfd = os.pidfd_open(proc.pid)
+        loop.add_reader(self._pidfd, self._exited)
+        assert proc.stderr is not None
+        self._stderr = proc.stderr.fileno()
+        os.set_blocking(self._stderr, False)
+        loop.add_reader(self._stderr, self._read_stderr)
+
+    def _read_stderr(self) -> None:
+        try:
+            data = os.read(self._stderr, 65536)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._loop.remove_reader(self._stderr)
+            return
+        self._tail = (self._tail + data)[-_STDERR_TAIL:]
+
+    def _exited(self) -> None:
+        self._loop.remove_reader(self._pidfd)
+        os.close(self._pidfd)
+        self._pidfd = -1
+        # The pipe may still hold ssh's last words.
+        with contextlib.suppress(OSError):
+            while data := os.read(self._stderr, 65536):
+                self._tail = (self._tail + data)[-_STDERR_TAIL:]
+        self._loop.remove_reader(self._stderr)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+        status = self.proc.wait()
+        if not self.done.done():
+            self.done.set_result(status)
+
+    @property
+    def last_line(self) -> str:
+        lines = [ln.strip() for ln in self._tail.decode(errors="replace").splitlines()]
+        lines = [ln for ln in lines if ln]
+        return lines[-1] if lines else ""
+
+    async def finish(self, wait: float = _EXIT_WAIT) -> int:
+        """Wait for it to exit (its connection is closed), killing it if it lingers."""
+        try:
+            return await asyncio.wait_for(asyncio.shield(self.done), wait)
+        except TimeoutError:
+            pass
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        return await asyncio.shield(self.done)
+
+
+class SshLink:
+    """Connections to server ``name`` on ``host`` through the system's ssh.
+
+    ``ssh_command``: the ssh command and options before ours (default: the
+    split ``$PROCWINDOW_SSH``, else ``ssh``), e.g. ``["ssh", "-F", config]``.
+    ``remote_procwindow``: the procwindow command on the host (default
+    ``$PROCWINDOW_REMOTE``, else ``procwindow``), e.g. a venv's absolute path.
+    """
+
+    def __init__(
+        self,
+        target: Target,
+        *,
+        ssh_command: list[str] | None = None,
+        remote_procwindow: str | None = None,
+    ) -> None:
+        assert target.host is not None
+        self.target = target
+        self.ssh_command = list(ssh_command or shlex.split(os.environ.get(SSH_ENV, "")) or ["ssh"])
+        self.remote_procwindow = (
+            remote_procwindow or os.environ.get(REMOTE_ENV) or "procwindow"
+        ).strip()
+        self._procs: set[_SshProcess] = set()
+
+    @property
+    def where(self) -> str:
+        return str(self.target)
+
+    def argv(self) -> list[str]:
+        """The ssh command line of one connection."""
+        t = self.target
+        argv = [*self.ssh_command, *_SSH_DEFAULTS]
+        if t.port:
+            argv += ["-p", str(t.port)]
+        if t.user:
+            argv += ["-l", t.user]
+        remote = [*shlex.split(self.remote_procwindow), "ctl", "bridge", t.name]
+        assert t.host is not None
+        return [*argv, "--", t.host, shlex.join(remote)]
+
+    async def open(self) -> AsyncClient:
+        loop = asyncio.get_running_loop()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            try:
+                # As fast as posix_spawn and thread-free; asyncio's subprocesses
+                # would start a watcher thread per ssh on Python 3.11.
+                proc = subprocess.Popen(  # noqa: ASYNC220
+                    self.argv(),
+                    stdin=theirs.fileno(),
+                    stdout=theirs.fileno(),
+                    stderr=subprocess.PIPE,
+                    start_new_session=True,  # Ctrl+C in our terminal is ours to handle
+                )
+            except OSError as exc:
+                raise SshFailed(
+                    f"cannot run {self.ssh_command[0]}: {exc.strerror or exc}"
+                ) from None
+            finally:
+                theirs.close()
+            helper = _SshProcess(proc, loop)
+        except BaseException:
+            ours.close()
+            raise
+        self._procs.add(helper)
+        helper.done.add_done_callback(lambda _: self._procs.discard(helper))
+
+        async def opener(limit: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+            return await asyncio.open_unix_connection(sock=ours, limit=limit)
+
+        try:
+            client = await AsyncClient.connect(self.where, limit=READ_LIMIT, opener=opener)
+        except BaseException:
+            ours.close()
+            await helper.finish()
+            raise
+        try:
+            await asyncio.wait_for(_hello(client, self.where), CONNECT_TIMEOUT)
+        except (ServerError, TimeoutError) as exc:
+            client.abort()
+            raise await self._diagnose(helper, exc) from None
+        except BaseException:
+            client.abort()
+            await helper.finish(0)
+            raise
+        return client
+
+    async def _diagnose(self, helper: _SshProcess, exc: Exception) -> LinkError:
+        """Why the connection failed, from ssh's exit status and its last line."""
+        if isinstance(exc, TimeoutError):
+            await helper.finish(0)
+            return SshFailed(f"{self.where}: no answer within {CONNECT_TIMEOUT:g} s")
+        status = await helper.finish(CONNECT_TIMEOUT)
+        line = helper.last_line
+        host = self.target.host
+        if status == _SSH_FAILED:
+            return SshFailed(f"ssh {host} failed: {line or 'exit status 255'}")
+        if status == _NOT_FOUND:
+            return RemoteNotInstalled(
+                f"{host} has no {self.remote_procwindow!r} on the PATH of ssh's shell"
+                f" ({line or 'command not found'}); give its path with --remote-procwindow"
+            )
+        if status == BRIDGE_NO_SERVER:
+            return NoServer(f"{host}: {line or f'no procwindow server named {self.target.name}'}")
+        why = line or (exc.message if isinstance(exc, ServerError) else str(exc))
+        return LinkError(f"ssh {host}: the bridge ended (exit status {status}): {why}")
+
+    async def aclose(self) -> None:
+        procs = list(self._procs)
+        if procs:
+            await asyncio.gather(*(p.finish() for p in procs), return_exceptions=True)
+
+    def pids(self) -> list[int]:
+        """The pids of its ssh processes now (tests cut the link by killing them)."""
+        return [p.proc.pid for p in self._procs if not p.done.done()]
+
+
+def make_link(
+    target: str | Target | None,
+    *,
+    ssh_command: list[str] | None = None,
+    remote_procwindow: str | None = None,
+) -> LocalLink | SshLink:
+    """The link to a target (see :func:`parse_target`)."""
+    t = target if isinstance(target, Target) else parse_target(target)
+    if t.host is not None:
+        return SshLink(t, ssh_command=ssh_command, remote_procwindow=remote_procwindow)
+    assert t.path is not None
+    return LocalLink(t.path)

@@ -1,0 +1,796 @@
+"""Running a workspace on a supervisor: commands start as their dependencies
+allow, are probed for liveness, restart by their policy with backoff, and stop
+dependents first.
+
+Each command has one driver task: it waits for its dependencies, spawns, waits
+for the exit (while a readiness watcher and a liveness prober run beside it),
+and decides whether to start again. Every change of a command's state is
+published on the supervisor's event hub as a ``phase`` event of the command's
+scope, and wakes the drivers that wait for it; nothing polls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from ._agent import _probe as probe_once
+from ._agent import check_timeout
+from ._errors import (
+    NoMatch,
+    NotReady,
+    ProcNotFound,
+    ProcwindowError,
+    SupervisorClosed,
+)
+from ._proc import Proc, format_cmd
+from ._text import escape_controls
+from ._types import EventKind, ExitInfo, ExitReason, Phase
+from ._workspace import (
+    Command,
+    Condition,
+    Dependency,
+    RestartPolicy,
+    Workspace,
+    WorkspaceConflict,
+    WorkspaceNotFound,
+)
+
+if TYPE_CHECKING:
+    from ._supervisor import Supervisor
+
+__all__ = [
+    "CommandState",
+    "WorkspaceRun",
+    "command_state",
+    "commands_table",
+    "idx_rows",
+]
+
+log = logging.getLogger("procwindow")
+
+#: Seconds beyond a command's grace that an ordered stop waits for its exit
+#: (SIGKILL is sent at the grace; a process in uninterruptible sleep may take
+#: longer, and the supervisor's close deals with it).
+STOP_SLACK = 1.0
+
+#: Phases after which a command starts no more.
+_FINAL = frozenset({Phase.SKIPPED, Phase.STOPPED, Phase.COMPLETED, Phase.FAILED})
+#: Exit reasons of a stop somebody asked for (term, kill, interrupt).
+_ASKED = frozenset({ExitReason.TERMINATED, ExitReason.KILLED, ExitReason.ESCALATED})
+
+
+def _ended(info: ExitInfo) -> str:
+    sig = f", signal {info.signal}" if info.signal is not None else ""
+    return f"exited with code {info.code} ({info.reason.value}{sig})"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandState:
+    """Where one command of a running workspace is (``WorkspaceRun.state``).
+
+    ``phase``: see :class:`Phase`. ``proc_id``: its latest proc (None before it
+    first starts); ``runs``: every proc it ran, oldest first, so a restart is
+    linked to the run before it. ``depends_on``: its dependencies;
+    ``waiting_for``: those not met yet (while ``waiting``). ``restarts``: how
+    often it was restarted; ``next_attempt_at`` (Unix seconds): when the next
+    restart is due (while ``restarting``). ``detail``: why, for people (the
+    dependency that failed, the exit that led to a restart, a liveness failure).
+    """
+
+    workspace: str
+    name: str
+    session: str
+    agent: str
+    tool: str
+    cmd: str
+    phase: Phase
+    proc_id: int | None
+    runs: tuple[int, ...]
+    depends_on: tuple[Dependency, ...]
+    waiting_for: tuple[Dependency, ...]
+    restarts: int
+    next_attempt_at: float | None
+    detail: str | None
+
+    def describe(self, now: float | None = None) -> str:
+        """A short status for a table: ``waiting for db (ready)``, ``restarting
+        in 4 s``, ``skipped: db never became ready: it exited with code 1
+        (failed)``… ``now``: the current time (Unix seconds), for the countdown.
+
+        >>> CommandState(
+        ...     "ws",
+        ...     "api",
+        ...     "s",
+        ...     "a",
+        ...     "shell",
+        ...     "api",
+        ...     Phase.WAITING,
+        ...     None,
+        ...     (),
+        ...     (),
+        ...     (Dependency("db", Condition.READY),),
+        ...     0,
+        ...     None,
+        ...     None,
+        ... ).describe()
+        'waiting for db (ready)'
+        """
+        match self.phase:
+            case Phase.WAITING:
+                if not self.waiting_for:
+                    return "waiting"
+                return "waiting for " + ", ".join(str(d) for d in self.waiting_for)
+            case Phase.RESTARTING:
+                at = self.next_attempt_at
+                left = 0.0 if at is None else at - (time.time() if now is None else now)
+                return f"restarting in {max(0, math.ceil(left))} s"
+            case Phase.SKIPPED | Phase.FAILED if self.detail:
+                return f"{self.phase.value}: {self.detail}"
+            case _:
+                return self.phase.value
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> CommandState:
+        """A state from its JSON (``to_json``); KeyError or ValueError if it is not one."""
+
+        def deps(pairs: Any) -> tuple[Dependency, ...]:
+            return tuple(Dependency(str(n), Condition(c)) for n, c in pairs)
+
+        return cls(
+            workspace=str(data["workspace"]),
+            name=str(data["name"]),
+            session=str(data["session"]),
+            agent=str(data["agent"]),
+            tool=str(data["tool"]),
+            cmd=str(data["cmd"]),
+            phase=Phase(data["phase"]),
+            proc_id=data["proc"],
+            runs=tuple(data["runs"]),
+            depends_on=deps(data["depends_on"]),
+            waiting_for=deps(data["waiting_for"]),
+            restarts=int(data["restarts"]),
+            next_attempt_at=data["next_attempt_at"],
+            detail=data["detail"],
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """The state as JSON (the control protocol's command state)."""
+        return {
+            "workspace": self.workspace,
+            "name": self.name,
+            "session": self.session,
+            "agent": self.agent,
+            "tool": self.tool,
+            "cmd": self.cmd,
+            "phase": self.phase.value,
+            "proc": self.proc_id,
+            "runs": list(self.runs),
+            "depends_on": [[d.name, d.condition.value] for d in self.depends_on],
+            "waiting_for": [[d.name, d.condition.value] for d in self.waiting_for],
+            "restarts": self.restarts,
+            "next_attempt_at": self.next_attempt_at,
+            "detail": self.detail,
+        }
+
+
+class _About(NamedTuple):
+    """What a phase event is about: the command's latest proc (0: none yet) and scope."""
+
+    id: int
+    session: str
+    agent: str
+
+
+class _Slot:
+    """The mutable state of one command while its workspace runs (private)."""
+
+    __slots__ = (
+        "check_gave_up",
+        "detail",
+        "ever_ready",
+        "first_step",
+        "last_exit",
+        "name",
+        "next_attempt_at",
+        "phase",
+        "proc",
+        "restarts",
+        "runs",
+        "spec",
+        "streak",
+        "task",
+        "unhealthy",
+        "waiting_for",
+    )
+
+    def __init__(self, spec: Command) -> None:
+        assert spec.name is not None  # Workspace names every command
+        self.spec = spec
+        self.name = spec.name
+        self.phase = Phase.WAITING if spec.depends_on else Phase.STARTING
+        # Empty, so that the first look at the dependencies announces what it waits for.
+        self.waiting_for: tuple[Dependency, ...] = ()
+        self.proc: Proc | None = None
+        self.runs: list[int] = []
+        self.restarts = 0
+        self.streak = 0  # restarts in the current crash loop
+        self.next_attempt_at: float | None = None
+        self.detail: str | None = None
+        self.ever_ready = False
+        self.check_gave_up = False
+        self.unhealthy = False
+        self.last_exit: ExitInfo | None = None
+        self.task: asyncio.Task[None] | None = None
+        self.first_step: asyncio.Future[None] | None = None
+
+    def stepped(self) -> None:
+        """Its first step is done: it started, waits, or was settled."""
+        if self.first_step is not None and not self.first_step.done():
+            self.first_step.set_result(None)
+
+
+class WorkspaceRun:
+    """A workspace running on a supervisor (``Workspace.start`` makes one).
+
+    Its commands' states are read with ``state(name)``, ``states()`` and
+    ``state_of(proc_id)``, and followed as ``phase`` events on the
+    supervisor (``sup.subscribe("session.*.agent.*.proc.phase")``), published
+    whenever a command's phase, or what it waits for, changes.
+
+    ``stop()`` stops it, dependents before what they depend on; the
+    supervisor's ``close()`` does so too. ``cancel_restart(name)`` ends a crash
+    loop while it waits for its next attempt.
+    """
+
+    def __init__(self, workspace: Workspace, supervisor: Supervisor) -> None:
+        self.workspace = workspace
+        self.supervisor = supervisor
+        self.name = workspace.title
+        self._slots = {c.name: _Slot(c) for c in workspace.commands if c.name is not None}
+        self._dependents: dict[str, list[str]] = {name: [] for name in self._slots}
+        for slot in self._slots.values():
+            for dep in slot.spec.dependencies:
+                self._dependents[dep.name].append(slot.name)
+        self._by_proc: dict[int, _Slot] = {}  # every run of every command
+        self._waiters: list[asyncio.Future[None]] = []
+        self._started = False
+        self._stopped = False
+        self._stopping: asyncio.Future[list[str]] | None = None
+
+    def __repr__(self) -> str:
+        phases = ", ".join(f"{s.name}={s.phase.value}" for s in list(self._slots.values())[:5])
+        more = ", …" if len(self._slots) > 5 else ""
+        state = "stopped" if self._stopped else "running"
+        return f"<WorkspaceRun {self.name!r} {state} {phases}{more}>"
+
+    # -- reading ---------------------------------------------------------------
+
+    @property
+    def running(self) -> bool:
+        """True from ``start`` until it is stopped."""
+        return self._started and not self._stopped
+
+    def state(self, name: str) -> CommandState:
+        """The state of the command ``name``; WorkspaceNotFound if there is none."""
+        slot = self._slots.get(name)
+        if slot is None:
+            raise WorkspaceNotFound("command", name, list(self._slots)[:10])
+        return self._snapshot(slot)
+
+    def states(self) -> list[CommandState]:
+        """Every command's state, in the workspace's order."""
+        return [self._snapshot(slot) for slot in self._slots.values()]
+
+    def state_of(self, proc_id: int) -> CommandState | None:
+        """The state of the command that ran proc ``proc_id`` (any of its runs), or None."""
+        slot = self._by_proc.get(proc_id)
+        return self._snapshot(slot) if slot is not None else None
+
+    def procs(self) -> list[Proc]:
+        """The latest proc of each command that started, in the workspace's order."""
+        return [slot.proc for slot in self._slots.values() if slot.proc is not None]
+
+    def _snapshot(self, slot: _Slot) -> CommandState:
+        spec = slot.spec
+        return CommandState(
+            workspace=self.name,
+            name=slot.name,
+            session=spec.session,
+            agent=spec.agent,
+            tool=spec.tool,
+            cmd=format_cmd(spec.argv),
+            phase=slot.phase,
+            proc_id=slot.proc.id if slot.proc is not None else None,
+            runs=tuple(slot.runs),
+            depends_on=spec.dependencies,
+            waiting_for=slot.waiting_for if slot.phase is Phase.WAITING else (),
+            restarts=slot.restarts,
+            next_attempt_at=slot.next_attempt_at if slot.phase is Phase.RESTARTING else None,
+            detail=slot.detail,
+        )
+
+    async def wait_started(self, timeout: float | None = None) -> None:
+        """Wait until no command waits any more: each has started (once at
+        least), or was skipped, stopped or failed to start. TimeoutError after
+        ``timeout`` seconds."""
+
+        def settled() -> bool:
+            return all(s.runs or s.phase in _FINAL for s in self._slots.values())
+
+        async with asyncio.timeout(check_timeout(timeout)):
+            while not settled():
+                await self._changed()
+
+    # -- running ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the drivers; return once each took its first step (see
+        ``Workspace.start``)."""
+        sup = self.supervisor
+        if self._started:
+            raise WorkspaceConflict(self.name)
+        if sup.closed or sup._closing:
+            raise SupervisorClosed("this supervisor is closing")
+        for other in sup._workspaces:
+            if other.name == self.name:
+                raise WorkspaceConflict(self.name)
+        self._started = True
+        sup._workspaces.append(self)
+        loop = asyncio.get_running_loop()
+        for slot in self._slots.values():
+            slot.first_step = loop.create_future()
+            slot.task = loop.create_task(
+                self._drive(slot), name=f"workspace {self.name}: {slot.name}"
+            )
+        steps = [s.first_step for s in self._slots.values() if s.first_step is not None]
+        await asyncio.gather(*(asyncio.shield(step) for step in steps))
+
+    async def _drive(self, slot: _Slot) -> None:
+        """The life of one command: dependencies, then runs until it settles."""
+        try:
+            if not await self._wait_for_dependencies(slot):
+                return
+            while True:
+                proc = await self._spawn(slot)
+                info = await self._watch(slot, proc) if proc is not None else None
+                if not self._decide(slot, info):
+                    return
+                await asyncio.sleep(max(0.0, (slot.next_attempt_at or 0.0) - time.time()))
+        except SupervisorClosed:
+            if slot.phase not in _FINAL:
+                self._set(slot, Phase.STOPPED, detail="the supervisor is closing")
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            log.exception("workspace %s: command %s failed", self.name, slot.name)
+            if slot.phase not in _FINAL:
+                self._set(slot, Phase.FAILED, detail=f"internal error: {exc}")
+        finally:
+            slot.stepped()
+
+    async def _wait_for_dependencies(self, slot: _Slot) -> bool:
+        """Wait until every dependency's condition holds (True), or one of them
+        can hold no more (False: the command is skipped, with the reason)."""
+        while True:
+            unmet = []
+            for dep in slot.spec.dependencies:
+                verdict = self._verdict(dep)
+                if isinstance(verdict, str):
+                    self._set(slot, Phase.SKIPPED, detail=verdict)
+                    return False
+                if not verdict:
+                    unmet.append(dep)
+            if not unmet:
+                return True
+            if slot.phase is not Phase.WAITING or tuple(unmet) != slot.waiting_for:
+                self._set(slot, Phase.WAITING, waiting_for=tuple(unmet))
+            slot.stepped()
+            await self._changed()
+
+    def _verdict(self, dep: Dependency) -> bool | str:
+        """Whether ``dep`` holds (True), may hold later (False), or never will
+        (why, for people)."""
+        d = self._slots[dep.name]
+        cond = dep.condition
+        settled = d.phase in _FINAL
+        if cond is Condition.STARTED:
+            if d.runs:
+                return True
+            return f"{d.name} never started ({self._why(d)})" if settled else False
+        if cond is Condition.READY:
+            if d.ever_ready:
+                return True
+            if d.check_gave_up:
+                return f"{d.name} never became ready: {d.detail}"
+            return f"{d.name} never became ready: {self._why(d)}" if settled else False
+        if cond is Condition.COMPLETED:
+            if d.phase in (Phase.COMPLETED, Phase.FAILED) and d.last_exit is not None:
+                return True
+            return f"{d.name} never ran to its end ({self._why(d)})" if settled else False
+        if d.phase is Phase.COMPLETED:
+            return True
+        return f"{d.name} did not complete successfully: {self._why(d)}" if settled else False
+
+    @staticmethod
+    def _why(d: _Slot) -> str:
+        """How a settled command ended, for a dependent's reason."""
+        if d.phase is Phase.SKIPPED:
+            return f"it was skipped ({d.detail})" if d.detail else "it was skipped"
+        if d.phase is Phase.STOPPED:
+            return "it was stopped"
+        if d.detail:
+            return d.detail
+        if d.last_exit is not None:
+            return f"it {_ended(d.last_exit)}"
+        return f"it is {d.phase.value}"
+
+    async def _spawn(self, slot: _Slot) -> Proc | None:
+        """Start a run of the command; None if it cannot be started (the reason
+        is its detail)."""
+        spec = slot.spec
+        self._set(slot, Phase.STARTING, waiting_for=())
+        grace = spec.graceful_timeout
+        if grace is None:
+            grace = self.workspace.graceful_timeout
+        try:
+            proc = await self.supervisor.spawn(
+                spec.argv,
+                session=spec.session,
+                agent=spec.agent,
+                tool=spec.tool,
+                cwd=spec.cwd,
+                env=spec.env,
+                graceful_timeout=grace,
+                ready=spec.readiness,
+            )
+        except SupervisorClosed:
+            raise
+        except (ProcwindowError, OSError) as exc:
+            slot.last_exit = None
+            slot.detail = f"cannot start: {exc}"
+            return None
+        previous = slot.proc.id if slot.proc is not None else None
+        slot.proc = proc
+        slot.runs.append(proc.id)
+        self._by_proc[proc.id] = slot
+        slot.unhealthy = slot.check_gave_up = False
+        phase = Phase.STARTING if spec.readiness is not None else Phase.RUNNING
+        self._set(slot, phase, detail=None, previous=previous)
+        slot.stepped()
+        return proc
+
+    async def _watch(self, slot: _Slot, proc: Proc) -> ExitInfo:
+        """Wait for the run's exit, watching its readiness and liveness meanwhile."""
+        loop = asyncio.get_running_loop()
+        helpers = []
+        if slot.spec.readiness is not None:
+            helpers.append(loop.create_task(self._watch_ready(slot, proc)))
+        if slot.spec.liveness is not None:
+            helpers.append(loop.create_task(self._probe_liveness(slot, proc)))
+        try:
+            return await self.supervisor.wait(proc.id)
+        finally:
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def _watch_ready(self, slot: _Slot, proc: Proc) -> None:
+        try:
+            await self.supervisor.wait_ready(proc.id)
+        except NotReady as exc:
+            if exc.exit is None:  # its check gave up; the proc runs on, never ready
+                slot.check_gave_up = True
+                self._set(slot, Phase.RUNNING, detail=exc.why)  # "its check (…) gave up after 5 s"
+            return
+        except ProcNotFound:
+            return
+        slot.ever_ready = True
+        if slot.proc is proc and proc.exit is None:
+            self._set(slot, Phase.READY)
+
+    async def _probe_liveness(self, slot: _Slot, proc: Proc) -> None:
+        """Probe the run every period once it is ready; terminate it after too
+        many failures in a row (its policy decides what follows)."""
+        live = slot.spec.liveness
+        assert live is not None
+        sup = self.supervisor
+        if slot.spec.readiness is not None:
+            with contextlib.suppress(NotReady, ProcNotFound):
+                await sup.wait_ready(proc.id)  # a check that gave up: probe anyway
+        await asyncio.sleep(live.delay)
+        loop = asyncio.get_running_loop()
+        check = live.check
+        cursor = proc.last_seq
+        failures = 0
+        while proc.exit is None:
+            began = loop.time()
+            if check.line is not None:
+                try:
+                    line = await sup.wait_for(
+                        proc.id,
+                        check.line,
+                        regex=check.regex,
+                        stream=check.stream,
+                        since=cursor,
+                        timeout=live.period,
+                    )
+                    cursor = line.seq - 1 if line.partial else line.seq
+                    ok = True
+                except TimeoutError:
+                    ok = False
+                except (NoMatch, ProcNotFound):
+                    return  # it exited: the driver takes it from there
+            else:
+                try:
+                    ok = await asyncio.wait_for(probe_once(check), live.timeout)
+                except TimeoutError:
+                    ok = False
+            if proc.exit is not None:
+                return
+            failures = 0 if ok else failures + 1
+            if failures >= live.failures:
+                slot.unhealthy = True
+                times = "once" if failures == 1 else f"{failures} times in a row"
+                self._set(slot, slot.phase, detail=f"liveness ({live.describe()}) failed {times}")
+                with contextlib.suppress(ProcNotFound):
+                    await sup.term(proc.id)
+                return
+            await asyncio.sleep(max(0.0, live.period - (loop.time() - began)))
+
+    def _decide(self, slot: _Slot, info: ExitInfo | None) -> bool:
+        """After a run ended (``info``; None: it could not start), whether to
+        start again: the policy, the stop's cause and the crash loop's length
+        decide. Sets the phase and, for a restart, its time."""
+        spec = slot.spec
+        if info is not None:
+            slot.last_exit = info
+            if info.reason in _ASKED and not slot.unhealthy:
+                self._set(slot, Phase.STOPPED, detail=f"stopped: it {_ended(info)}")
+                return False
+            if info.runtime >= spec.backoff.cap:
+                slot.streak = 0  # it ran long enough: a new loop begins
+            failure = slot.unhealthy or info.code != 0
+            why = slot.detail if slot.unhealthy and slot.detail else f"it {_ended(info)}"
+        else:
+            failure = True
+            why = slot.detail or "it could not start"
+        policy = spec.policy
+        wanted = policy is RestartPolicy.ALWAYS or (policy is RestartPolicy.ON_FAILURE and failure)
+        if wanted and slot.streak < spec.max_restarts:
+            delay = spec.backoff.delay(slot.streak)
+            slot.streak += 1
+            slot.restarts += 1
+            slot.next_attempt_at = time.time() + delay
+            self._set(slot, Phase.RESTARTING, detail=why)
+            return True
+        if wanted and spec.max_restarts:
+            times = "restart" if slot.streak == 1 else "restarts"
+            why = f"gave up after {slot.streak} {times} in a row: {why}"
+        self._set(
+            slot, Phase.FAILED if failure else Phase.COMPLETED, detail=why if failure else None
+        )
+        return False
+
+    # -- stopping ----------------------------------------------------------------
+
+    def cancel_restart(self, name: str) -> bool:
+        """End the crash loop of ``name`` while it waits for its next attempt:
+        it is ``stopped`` and starts no more. False if it was not restarting."""
+        slot = self._slots.get(name)
+        if slot is None:
+            raise WorkspaceNotFound("command", name, list(self._slots)[:10])
+        if slot.phase is not Phase.RESTARTING:
+            return False
+        if slot.task is not None:
+            slot.task.cancel()
+        self._set(slot, Phase.STOPPED, detail=f"restart cancelled; {slot.detail or 'it exited'}")
+        return True
+
+    async def stop(self, names: Iterable[str] | None = None) -> list[str]:
+        """Stop the commands ``names`` and every command that depends on them
+        (None: every command), dependents before what they depend on, each
+        terminated with its grace (SIGTERM, SIGKILL after the grace);
+        independent ones at once. Nothing of them starts again. Returns the
+        names in the order they stopped.
+
+        Bounded: each command takes at most its grace plus a second, so the
+        whole stop takes at most that much along the longest dependency chain.
+        Stopping every command ends the run (it leaves ``supervisor.workspaces``).
+        """
+        if names is None:
+            if self._stopping is not None:  # a stop of everything is under way
+                return await asyncio.shield(self._stopping)
+            self._stopping = asyncio.get_running_loop().create_future()
+            try:
+                order = await self._stop(list(self._slots))
+            except BaseException as exc:
+                self._stopping.set_exception(exc)
+                self._stopping.exception()  # retrieved: whoever awaits it sees it
+                raise
+            finally:
+                self._end()
+            self._stopping.set_result(order)
+            return order
+        targets = self._with_dependents(list(names))
+        return await self._stop(targets)
+
+    def _with_dependents(self, names: Sequence[str]) -> list[str]:
+        for name in names:
+            if name not in self._slots:
+                raise WorkspaceNotFound("command", name, list(self._slots)[:10])
+        chosen: set[str] = set()
+        todo = list(names)
+        while todo:
+            name = todo.pop()
+            if name not in chosen:
+                chosen.add(name)
+                todo.extend(self._dependents[name])
+        return [name for name in self._slots if name in chosen]
+
+    async def _stop(self, names: list[str]) -> list[str]:
+        slots = [self._slots[name] for name in names]
+        drivers = [s.task for s in slots if s.task is not None and not s.task.done()]
+        for task in drivers:
+            task.cancel()
+        # Each driver only awaits what gives way to a cancel at once (a spawn
+        # gives its child up, a term goes on in the supervisor).
+        await asyncio.gather(*drivers, return_exceptions=True)
+        order: list[str] = []
+        loop = asyncio.get_running_loop()
+        done: dict[str, asyncio.Future[None]] = {s.name: loop.create_future() for s in slots}
+
+        async def stop_one(slot: _Slot) -> None:
+            try:
+                await asyncio.gather(*(done[d] for d in self._dependents[slot.name] if d in done))
+                proc = slot.proc
+                if proc is not None and proc.exit is None:
+                    grace = self.supervisor._grace(proc)
+                    try:
+                        await asyncio.wait_for(self.supervisor.term(proc.id), grace + STOP_SLACK)
+                    except TimeoutError:
+                        log.warning(
+                            "workspace %s: %s (proc %d) did not exit within its grace",
+                            self.name,
+                            slot.name,
+                            proc.id,
+                        )
+                    except ProcNotFound:
+                        pass
+                if slot.phase not in _FINAL:
+                    self._set(slot, Phase.STOPPED, detail="stopped on request")
+                order.append(slot.name)
+            finally:
+                done[slot.name].set_result(None)
+
+        await asyncio.gather(*(stop_one(slot) for slot in slots))
+        return order
+
+    def _end(self) -> None:
+        """The run is over: it leaves its supervisor's list."""
+        self._stopped = True
+        with contextlib.suppress(ValueError):
+            self.supervisor._workspaces.remove(self)
+        self._fire()
+
+    # -- state changes -------------------------------------------------------------
+
+    def _set(
+        self,
+        slot: _Slot,
+        phase: Phase,
+        *,
+        waiting_for: tuple[Dependency, ...] | None = None,
+        detail: str | None = None,
+        previous: int | None = None,
+    ) -> None:
+        """Change a command's state, announce it, and wake whoever waits on states."""
+        slot.phase = phase
+        if waiting_for is not None:
+            slot.waiting_for = waiting_for
+        slot.detail = detail
+        if phase is not Phase.RESTARTING:
+            slot.next_attempt_at = None
+        spec = slot.spec
+        about = _About(slot.proc.id if slot.proc is not None else 0, spec.session, spec.agent)
+        self.supervisor._events.publish(
+            about,
+            EventKind.PHASE,
+            workspace=self.name,
+            command=slot.name,
+            phase=phase,
+            waiting_for=tuple((d.name, d.condition.value) for d in slot.waiting_for)
+            if phase is Phase.WAITING
+            else (),
+            restarts=slot.restarts,
+            next_attempt_at=slot.next_attempt_at,
+            detail=slot.detail,
+            previous=previous,
+        )
+        self._fire()
+
+    def _fire(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def _changed(self) -> None:
+        """Wait for the next change of any command's state (or the run's end)."""
+        fut = asyncio.get_running_loop().create_future()
+        self._waiters.append(fut)
+        await fut
+
+
+def command_state(supervisor: Supervisor, proc_id: int) -> CommandState | None:
+    """The workspace state of the command that ran ``proc_id`` on ``supervisor``
+    (any of its runs), or None if no running workspace ran it.
+
+    >>> state = command_state(sup, 12)  # doctest: +SKIP
+    >>> state.describe() if state else ""  # doctest: +SKIP
+    'restarting in 4 s'
+    """
+    for run in supervisor.workspaces:
+        state = run.state_of(proc_id)
+        if state is not None:
+            return state
+    return None
+
+
+def _in_scope(state: CommandState, session: str | None, agent: str | None) -> bool:
+    return (session is None or state.session == session) and (agent is None or state.agent == agent)
+
+
+def idx_rows(
+    states: Iterable[CommandState], session: str | None = None, agent: str | None = None
+) -> str:
+    """Index rows (``idx``'s columns) for the commands of a scope that have no
+    proc yet: pid ``-``, status ``waiting`` or ``skipped`` (or another phase of
+    a command that never started), exit code ``-1``, start ``-``, runtime 0.0."""
+    rows = []
+    for st in states:
+        if st.proc_id is None and _in_scope(st, session, agent):
+            rows.append(
+                f"-\t{st.phase.value}\t-1\t{escape_controls(st.tool)}\t{escape_controls(st.cmd)}"
+                "\t-\t0.0\n"
+            )
+    return "".join(rows)
+
+
+def commands_table(
+    states: Sequence[CommandState],
+    now: float | None = None,
+    session: str | None = None,
+    agent: str | None = None,
+) -> str:
+    """A table of workspace commands for people: workspace/name, scope, state,
+    restarts, latest proc, dependencies. Empty when there is none."""
+    now = time.time() if now is None else now
+    head = ("COMMAND", "SCOPE", "STATE", "RESTARTS", "PROC", "DEPENDS ON")
+    rows = [head]
+    for st in states:
+        if not _in_scope(st, session, agent):
+            continue
+        rows.append(
+            (
+                escape_controls(f"{st.workspace}/{st.name}"),
+                escape_controls(f"{st.session}/{st.agent}"),
+                escape_controls(st.describe(now)),
+                str(st.restarts),
+                str(st.proc_id) if st.proc_id is not None else "-",
+                escape_controls(", ".join(str(d) for d in st.depends_on)) or "-",
+            )
+        )
+    if len(rows) == 1:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    return "".join(
+        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
+        for r in rows
+    )

@@ -1,0 +1,289 @@
+"""The workspace file's orchestration keys: names, depends_on, ready, liveness,
+restart, backoff and max_restarts. Every mistake is one line naming file, line
+and key, and nothing starts."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from procwindow import Backoff, Condition, Dependency, Liveness, Ready, RestartPolicy
+from procwindow.control.workspace import WorkspaceError, load_workspace, parse_workspace
+
+from .conftest import isolated_env
+
+HEAD = '[[session]]\nname = "s"\n[[session.agent]]\nname = "a"\n'  # lines 1-4
+
+
+def cmd(body: str) -> str:
+    return "[[session.agent.command]]\n" + body
+
+
+C0 = "session[0].agent[0].command[0]"
+C1 = "session[0].agent[0].command[1]"
+
+# (text, line, key, part of the message)
+BAD: dict[str, tuple[str, int, str, str]] = {
+    "cycle": (
+        HEAD
+        + cmd('name = "db"\nargv = ["true"]\ndepends_on = ["web"]\n')
+        + cmd('name = "api"\nargv = ["true"]\ndepends_on = { db = "started" }\n')
+        + cmd('name = "web"\nargv = ["true"]\ndepends_on = { api = "started" }\n'),
+        8,
+        f"{C0}.depends_on[0]",
+        "a dependency cycle: db -> web -> api -> db",
+    ),
+    "unknown-name": (
+        HEAD
+        + cmd('name = "db"\nargv = ["true"]\n')
+        + cmd('name = "api"\nargv = ["true"]\ndepends_on = { dbx = "started" }\n'),
+        11,
+        f"{C1}.depends_on.dbx",
+        "'api' depends on 'dbx', which is no command of this workspace (did you mean 'db'?)",
+    ),
+    "unknown-in-list": (
+        HEAD + cmd('argv = ["true"]\ndepends_on = ["db", "nope"]\n'),
+        7,
+        f"{C0}.depends_on[0]",
+        "'a' depends on 'db', which is no command",
+    ),
+    "itself": (
+        HEAD + cmd('name = "db"\nargv = ["true"]\ndepends_on = ["db"]\n'),
+        8,
+        f"{C0}.depends_on[0]",
+        "'db' depends on itself",
+    ),
+    "ready-of-unchecked": (
+        HEAD
+        + cmd('name = "db"\nargv = ["true"]\n')
+        + cmd('argv = ["true"]\ndepends_on = { db = "ready" }\n'),
+        10,
+        f"{C1}.depends_on.db",
+        "'db' has no ready check",
+    ),
+    "compose-condition": (
+        HEAD + cmd('argv = ["true"]\ndepends_on = { db = "service_healthy" }\n'),
+        7,
+        f"{C0}.depends_on.db",
+        "got 'service_healthy' ('service_healthy' is 'ready' here)",
+    ),
+    "condition-int": (
+        HEAD + cmd('argv = ["true"]\ndepends_on = { db = 1 }\n'),
+        7,
+        f"{C0}.depends_on.db",
+        "must be a condition",
+    ),
+    "depends-string": (
+        HEAD + cmd('argv = ["true"]\ndepends_on = "db"\n'),
+        7,
+        f"{C0}.depends_on",
+        "an array of command names, got a string",
+    ),
+    "depends-twice": (
+        HEAD + cmd('argv = ["true"]\ndepends_on = ["x", "x"]\n'),
+        7,
+        f"{C0}.depends_on[1]",
+        "names 'x' twice",
+    ),
+    "name-twice": (
+        HEAD + cmd('name = "db"\nargv = ["true"]\n') + cmd('name = "db"\nargv = ["true"]\n'),
+        9,
+        f"{C1}.name",
+        "two commands are named 'db'",
+    ),
+    "name-blank": (
+        HEAD + cmd('name = "d b"\nargv = ["true"]\n'),
+        6,
+        f"{C0}.name",
+        "command name 'd b' contains ' '",
+    ),
+    "name-int": (HEAD + cmd('name = 1\nargv = ["true"]\n'), 6, f"{C0}.name", "must be a string"),
+    "restart-compose": (
+        HEAD + cmd('argv = ["true"]\nrestart = "unless-stopped"\n'),
+        7,
+        f"{C0}.restart",
+        "got 'unless-stopped' (write 'always')",
+    ),
+    "restart-bool": (
+        HEAD + cmd('argv = ["true"]\nrestart = false\n'),
+        7,
+        f"{C0}.restart",
+        "got a boolean",
+    ),
+    "backoff-cap": (
+        HEAD + cmd('argv = ["true"]\nbackoff = { initial = 2, cap = 1 }\n'),
+        7,
+        f"{C0}.backoff.cap",
+        "must be between 2 and 3600, got 1",
+    ),
+    "backoff-fast": (
+        HEAD + cmd('argv = ["true"]\nbackoff = { initial = 0 }\n'),
+        7,
+        f"{C0}.backoff.initial",
+        "must be between 0.1 and 3600",
+    ),
+    "backoff-key": (
+        HEAD + cmd('argv = ["true"]\nbackoff = { start = 2 }\n'),
+        7,
+        f"{C0}.backoff.start",
+        "unknown key",
+    ),
+    "max-restarts": (
+        HEAD + cmd('argv = ["true"]\nmax_restarts = -1\n'),
+        7,
+        f"{C0}.max_restarts",
+        "must be between 0 and 10,000",
+    ),
+    "ready-two-kinds": (
+        HEAD + cmd('argv = ["true"]\nready = { port = 1, line = "x" }\n'),
+        7,
+        f"{C0}.ready",
+        "exactly one of line, port, command or shell",
+    ),
+    "ready-port": (
+        HEAD + cmd('argv = ["true"]\nready = { port = 70000 }\n'),
+        7,
+        f"{C0}.ready.port",
+        "1-65535",
+    ),
+    "ready-regex": (
+        HEAD + cmd('argv = ["true"]\nready = "(unclosed"\n'),
+        7,
+        f"{C0}.ready.line",
+        "invalid pattern",
+    ),
+    "ready-foreign-key": (
+        HEAD + cmd('argv = ["true"]\nready = { port = 5, regex = true }\n'),
+        7,
+        f"{C0}.ready.regex",
+        "a port check takes no 'regex'",
+    ),
+    "ready-program": (
+        HEAD + cmd('argv = ["true"]\nready = { command = ["nmp", "test"] }\n'),
+        7,
+        f"{C0}.ready.command",
+        "nmp",
+    ),
+    "ready-timeout": (
+        HEAD + cmd('argv = ["true"]\nready = { port = 5, timeout = -1 }\n'),
+        7,
+        f"{C0}.ready.timeout",
+        "positive number of seconds",
+    ),
+    "liveness-period": (
+        HEAD + cmd('argv = ["true"]\n[session.agent.command.liveness]\nport = 5\nperiod = 0\n'),
+        9,
+        f"{C0}.liveness.period",
+        "must be between 0.01 and 86400",
+    ),
+    "liveness-interval": (
+        HEAD + cmd('argv = ["true"]\nliveness = { port = 5, interval = 1 }\n'),
+        7,
+        f"{C0}.liveness.interval",
+        "a port check takes no 'interval'",
+    ),
+    "liveness-failures": (
+        HEAD + cmd('argv = ["true"]\nliveness = { port = 5, failures = 0 }\n'),
+        7,
+        f"{C0}.liveness.failures",
+        "between 1 and 1,000",
+    ),
+    "liveness-array": (
+        HEAD + cmd('argv = ["true"]\nliveness = [1]\n'),
+        7,
+        f"{C0}.liveness",
+        "got an array",
+    ),
+}
+
+
+@pytest.mark.parametrize(("text", "line", "key", "fragment"), BAD.values(), ids=BAD.keys())
+def test_a_bad_key_is_one_line_naming_file_line_and_key(tmp_path, text, line, key, fragment):
+    path = tmp_path / "ws.toml"
+    path.write_text(text)
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"{path}:{line}: {key}: "), message
+    assert fragment in message, message
+    assert (info.value.line, info.value.key) == (line, key)
+
+
+def test_the_new_keys_keep_their_meaning(tmp_path):
+    (tmp_path / "dist").mkdir()
+    ws = parse_workspace(
+        HEAD
+        + cmd(
+            'name = "build"\nargv = ["true"]\n'
+            'ready = { shell = "test -f dist/app.js", interval = 0.5, timeout = 30 }\n'
+        )
+        + cmd(
+            'name = "server"\nargv = ["true"]\n'
+            'depends_on = { build = "ready" }\n'
+            "ready = 8000\n"
+            "liveness = { port = 8000, period = 5, timeout = 1, failures = 2, delay = 3 }\n"
+            'restart = "on-failure"\nbackoff = { initial = 0.5, factor = 3, cap = 20 }\n'
+            "max_restarts = 4\n"
+        )
+        + cmd('argv = ["true"]\ndepends_on = ["server", "build"]\nliveness = "alive"\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    build, server, third = ws.commands
+    assert build.readiness == Ready(
+        shell="test -f dist/app.js", interval=0.5, timeout=30, cwd=str(tmp_path)
+    )
+    assert build.policy is RestartPolicy.NO and build.max_restarts == 10
+    assert build.backoff == Backoff(1, 2, 60)
+    assert server.dependencies == (Dependency("build", Condition.READY),)
+    assert server.readiness == Ready(port=8000)
+    assert server.liveness == Liveness(Ready(port=8000), period=5, timeout=1, failures=2, delay=3)
+    assert server.policy is RestartPolicy.ON_FAILURE
+    assert server.backoff == Backoff(0.5, 3, 20)
+    assert server.max_restarts == 4
+    assert third.name == "a"  # the agent's name
+    assert third.dependencies == (
+        Dependency("server", Condition.STARTED),
+        Dependency("build", Condition.STARTED),
+    )
+    assert third.liveness == Liveness(Ready(line="alive"))
+    assert ws.title == "ws"
+
+
+def test_serve_starts_nothing_when_the_graph_is_bad(tmp_path):
+    marker = tmp_path / "MARKER"
+    env, runtime = isolated_env(tmp_path, "rt")
+    ws_file = tmp_path / "ws.toml"
+    ws_file.write_text(
+        HEAD
+        + cmd(f'name = "first"\nargv = ["touch", "{marker}"]\n')
+        + cmd('name = "api"\nargv = ["true"]\ndepends_on = { db = "ready" }\n')
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "procwindow", "serve", str(ws_file)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr == (
+        f"procwindow serve: {ws_file}:11: {C1}.depends_on.db: 'api' depends on 'db',"
+        " which is no command of this workspace\n"
+    )
+    assert not marker.exists()
+    assert not (runtime / "procwindow" / "default.sock").exists()
+
+
+def test_the_demo_waits_for_its_build(tmp_path):
+    from procwindow.demo import demo_workspace
+
+    ws = demo_workspace()
+    server = ws.command("server")
+    assert server.dependencies == (Dependency("build", Condition.READY),)
+    assert ws.command("build").readiness is not None
+    assert ws.command("docs").dependencies == (
+        Dependency("fetch", Condition.COMPLETED_SUCCESSFULLY),
+    )
