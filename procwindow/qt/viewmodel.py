@@ -30,6 +30,7 @@ from .models import HistoryModel, OutputModel, ProcModel, ProcRole
 from .pane import InputLine, OutputFind
 from .runform import RunForm
 from .table import COLUMN_WIDTHS, ProcTableStyle, column_widths, minimum_table_width, status_tint
+from .waiting import WorkspaceStatus
 
 __all__ = [
     "BANNER_MS",
@@ -165,6 +166,8 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             history = HistoryModel(controller.supervisor, self)
         self._history = history
         self._show_history = False
+        self._workspace = WorkspaceStatus(controller, self)
+        self.currentProcIdChanged.connect(self._on_current_changed)
         self._output = output_model
         self._stats = stats
         self._controller = controller
@@ -269,6 +272,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     procModel = Property(ProcModel, _get_procs, constant=True)
     historyModel = Property(HistoryModel, _get_history, constant=True)
+
+    def _get_workspace(self) -> WorkspaceStatus:
+        return self._workspace
+
+    workspaceStatus = Property(WorkspaceStatus, _get_workspace, constant=True)
+    """The scope's workspace commands with no proc yet, and a command's dependencies."""
     """Every recorded run of the window's scope (shown with ``showHistory``)."""
     outputModel = Property(OutputModel, _get_output, constant=True)
     stats = Property(StatsSampler, _get_stats, constant=True)
@@ -408,8 +417,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self.streamingProcIdChanged.emit()
         self._update_texts()
 
+    def _on_current_changed(self) -> None:
+        self._workspace.setProc(self._current)
+
     def _scope_history(self) -> None:
         self._history.setScope(self._procs.session, self._procs.agent)
+        self._workspace.setScope(self._procs.session, self._procs.agent)
 
     def _update_scope_text(self) -> None:
         session, agent = self._procs.session, self._procs.agent

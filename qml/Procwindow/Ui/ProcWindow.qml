@@ -187,10 +187,40 @@ ThemedWindow {
             SplitView.preferredHeight: Math.max(150, root.height * 0.36)
             SplitView.minimumHeight: 96
 
+            // Workspace commands of this scope with no process yet (waiting for a
+            // dependency, or skipped), and what the selected command depends on.
+            Rectangle {
+                id: workspaceBar
+                objectName: "workspaceBar"
+                readonly property string text: root.viewModel.workspaceStatus.text
+                visible: text.length > 0
+                anchors.left: parent.left
+                anchors.right: parent.right
+                height: visible ? 26 : 0
+                color: Theme.surface
+                Text {
+                    objectName: "workspaceText"
+                    anchors.fill: parent
+                    anchors.leftMargin: Theme.spacing
+                    anchors.rightMargin: Theme.spacing
+                    verticalAlignment: Text.AlignVCenter
+                    text: workspaceBar.text
+                    color: Theme.warning
+                    font.pixelSize: Theme.smallFontSize + 1
+                    elide: Text.ElideRight
+                    HoverHandler { id: barHover }
+                    ToolTip.visible: barHover.hovered && truncated
+                    ToolTip.text: workspaceBar.text
+                }
+            }
+
             ProcTable {
                 id: table
                 objectName: "procTable"
-                anchors.fill: parent
+                anchors.left: parent.left
+                anchors.right: parent.right
+                anchors.top: workspaceBar.bottom
+                anchors.bottom: parent.bottom
                 visible: !root.viewModel.showHistory
                 procModel: root.viewModel.procModel
                 currentProcId: root.viewModel.currentProcId
@@ -206,7 +236,10 @@ ThemedWindow {
             HistoryTable {
                 id: history
                 objectName: "historyTable"
-                anchors.fill: parent
+                anchors.left: parent.left
+                anchors.right: parent.right
+                anchors.top: workspaceBar.bottom
+                anchors.bottom: parent.bottom
                 visible: root.viewModel.showHistory
                 historyModel: root.viewModel.historyModel
                 currentProcId: root.viewModel.currentProcId

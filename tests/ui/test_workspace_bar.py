@@ -1,0 +1,44 @@
+"""A ProcWindow on a workspace's scope says what its commands without a process
+wait for, and what the selected command depends on (real QML, real children)."""
+
+from __future__ import annotations
+
+from procwindow.core import Command, Supervisor, Workspace
+from procwindow.qt.window import open_proc_window, window_model
+
+from .conftest import Run
+from .helpers import item, py, until
+
+# Ready once it prints "up" (after a moment), then serves until stopped.
+DB = py("import time; time.sleep(0.8); print('up', flush=True); time.sleep(60)")
+
+
+def test_the_bar_names_what_waits_and_what_the_selected_command_depends_on(
+    sup: Supervisor, run: Run
+) -> None:
+    async def scenario() -> None:
+        window = open_proc_window(sup, "stack", "")
+        vm = window_model(window)
+        commands = [
+            Command("stack", "db", tuple(DB), name="db", ready="up"),
+            Command("stack", "api", ("sleep", "60"), name="api", depends_on={"db": "ready"}),
+        ]
+        started = await Workspace(commands, name="stack").start(sup)
+        text = await item(window, "workspaceText")
+        await until(
+            lambda: "api: waiting for db (ready)" in str(text.property("text")),
+            what="the waiting command named",
+        )
+        # Once db is ready, api starts: nothing waits any more.
+        await until(lambda: started.state("api").proc_id is not None, what="api started")
+        api = started.state("api").proc_id
+        assert api is not None
+        await until(lambda: "waiting" not in str(text.property("text")), what="no more waiting")
+        vm.select(api)
+        await until(
+            lambda: str(text.property("text")) == "api depends on db (ready)",
+            what="the selected command's dependency",
+        )
+        await started.stop()
+
+    run(scenario())
