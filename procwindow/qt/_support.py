@@ -244,6 +244,7 @@ class Lifeline:
 
     def __init__(self, owner: QObject) -> None:
         self._items: list[EventPump] = []
+        self._callbacks: list[Callable[[], None]] = []
         owner.destroyed.connect(functools.partial(_close_lifeline, self))
         weakref.finalize(owner, _close_lifeline, self)
 
@@ -251,6 +252,10 @@ class Lifeline:
         """Close ``pump`` with the owner; return it."""
         self._items.append(pump)
         return pump
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (a listener's remover) with the owner's end."""
+        self._callbacks.append(callback)
 
     def release(self, pump: EventPump | None) -> None:
         """Close ``pump`` now (a model that changes scope closes its old pump)."""
@@ -265,6 +270,9 @@ class Lifeline:
         items, self._items = self._items, []
         for item in items:
             item.close()
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
 
 
 def _close_lifeline(lifeline: Lifeline, *_: object) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 import pytest
 from pytestqt.modeltest import ModelTester
@@ -200,3 +201,44 @@ def test_controller_actions_and_failures(api: SupervisorAPI, qrun: QRun) -> None
         (4242, "kill"),
     ]
     assert all("4242" in message for _, _, message in failures)
+
+
+def test_proc_model_rows_say_disconnected_while_the_link_is_down(
+    qrun: QRun, tmp_path: Path
+) -> None:
+    server = start_server(tmp_path)
+    try:
+
+        async def scenario() -> None:
+            remote = await RemoteSupervisor.connect(server.path)
+            try:
+                model = ProcModel(cast(Supervisor, remote), "s", "a")
+                p = await remote.spawn(SLEEP, session="s", agent="a")
+                await until(lambda: model.rowCount() == 1, what="the row")
+                index = model.index(0, 0)
+                assert model.data(index, ProcRole.STATUS_TEXT) == "running"
+                assert model.data(index, ProcRole.CAN_TERM) is True
+                changed: list[int] = []
+                model.dataChanged.connect(lambda first, _last, _roles: changed.append(first.row()))
+                for client in list(remote._clients):
+                    client.abort()  # the link drops
+                await until(lambda: not remote.connected, what="disconnected")
+                await until(lambda: changed, what="the rows told")
+                assert model.data(index, ProcRole.STATUS_TEXT) == "disconnected"
+                assert model.data(index, ProcRole.CAN_TERM) is False
+                assert model.data(index, ProcRole.CAN_KILL) is False
+                # Back: the row reads its state again, and acts again.
+                await until(lambda: remote.connected, timeout=15, what="reconnected")
+                await until(
+                    lambda: model.data(index, ProcRole.STATUS_TEXT) == "running",
+                    what="running again",
+                )
+                assert model.data(index, ProcRole.CAN_TERM) is True
+                await remote.kill(p.id)
+                model.close()
+            finally:
+                await remote.close()
+
+        qrun(scenario())
+    finally:
+        assert stop_server(server) == 0

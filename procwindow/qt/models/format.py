@@ -12,6 +12,7 @@ import time
 from procwindow.core import ExitInfo, ExitReason, ProcState
 
 __all__ = [
+    "DISCONNECTED",
     "STATUS_COLORS",
     "signal_name",
     "status_color",
@@ -20,8 +21,12 @@ __all__ = [
     "time_text",
 ]
 
+#: The Status of a proc whose supervisor is reached over a link that is down.
+DISCONNECTED = "disconnected"
+
 #: Status colours (any QML ``color`` string), by state or exit reason.
 STATUS_COLORS: dict[str, str] = {
+    DISCONNECTED: "#616161",
     ProcState.STARTING: "#1565c0",
     ProcState.RUNNING: "#2e7d32",
     ProcState.STOPPING: "#ef6c00",

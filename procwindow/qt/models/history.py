@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import time
+import weakref
 from dataclasses import dataclass
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
@@ -192,6 +193,18 @@ class HistoryModel(QAbstractListModel):
         self._poll = QTimer(self)
         self._poll.setInterval(poll_ms)
         self._poll.timeout.connect(self.reload)
+        # A RemoteSupervisor answers history from what it fetched last, and says
+        # when a fresh answer has come: read again then.
+        add_listener = getattr(self._sup, "add_listener", None)
+        if add_listener is not None:
+            ref = weakref.ref(self)
+
+            def heard(what: str) -> None:
+                model = ref()
+                if model is not None and what == "history":
+                    model._reload_later.start()
+
+            self._lifeline.on_close(add_listener(heard))
 
     # -- properties ----------------------------------------------------------------
 

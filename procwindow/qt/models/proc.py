@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import bisect
 import time
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -35,7 +36,7 @@ from .._support import (
     set_stored,
 )
 from ..sampler import Drawing, RowSampler, StatsHistory, cpu_text, memory_text
-from .format import status_color, status_text, time_text
+from .format import DISCONNECTED, STATUS_COLORS, status_color, status_text, time_text
 from .roles import (
     AGENT_COLUMNS,
     COLUMN_TITLES,
@@ -257,6 +258,7 @@ class ProcModel(QAbstractTableModel):
         self._offscreen_next = 0
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
+        self._listen_to_link()
         self._timer = QTimer(self)
         self._timer.setInterval(TICK_INTERVAL_MS)
         self._timer.timeout.connect(self._on_timer)
@@ -406,6 +408,16 @@ class ProcModel(QAbstractTableModel):
             return empty_data(role)
         r = self._rows[row]
         p = r.proc
+        if getattr(p, "disconnected", False):  # its supervisor's link is down
+            match role:
+                case ProcRole.STATUS_TEXT:
+                    return DISCONNECTED
+                case ProcRole.STATUS_COLOR:
+                    return STATUS_COLORS[DISCONNECTED]
+                case ProcRole.CAN_TERM | ProcRole.CAN_KILL | ProcRole.CAN_DISMISS:
+                    return False
+                case ProcRole.CAN_RESTART:
+                    return False
         match role:
             case Qt.ItemDataRole.DisplayRole:
                 return self._display(r, index.column())
@@ -876,6 +888,21 @@ class ProcModel(QAbstractTableModel):
             self._timer.stop()
 
     # -- events ----------------------------------------------------------------
+
+    def _listen_to_link(self) -> None:
+        """A supervisor reached over a link (RemoteSupervisor) says when it drops
+        and comes back: every row then reads "disconnected", or its state again."""
+        add_listener = getattr(self._sup, "add_listener", None)
+        if add_listener is None:
+            return
+        ref = weakref.ref(self)
+
+        def heard(what: str) -> None:
+            model = ref()
+            if model is not None and what in ("connected", "disconnected"):
+                model._announce_state(range(len(model._rows)))
+
+        self._lifeline.on_close(add_listener(heard))
 
     def _phase_text(self, proc_id: int) -> str:
         """What the workspace does with this proc's command ("restarting in 4 s",
