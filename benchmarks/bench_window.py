@@ -1,7 +1,7 @@
 """A real ProcWindow under load, run by hand. Nothing is asserted; each mode
 prints medians, and ratios against a baseline measured in the same run.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py lag  [--seconds 10] [--runs 3] [--log-root DIR]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py lag  [--seconds 10] [--runs 3] [--procs N] [--log-root DIR]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py pane [--sizes 10000,100000,1000000] [--seconds 5]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py all
 
@@ -11,7 +11,9 @@ A probe re-arms ``loop.call_later(0.005)`` and records how late each call comes
 (actual - scheduled). After a 0.5 s warm-up it measures for ``--seconds``, then
 kills the child through the supervisor. The baseline is the same child for the
 same time under plain asyncio with no window; each run pairs the two. Goals:
-window p99 lag <= 16 ms, window capture >= 0.5x headless.
+window p99 lag <= 16 ms, window capture >= 0.5x headless. ``--procs N`` adds N running
+children to the flood's scope in both runs: rows of the window's table, their CPU and
+memory sampled each second with sparklines (the window's goal is for 100).
 
 ``pane``: for each history size N the pane is filled with N lines (``maxLines`` =
 N, so every later append also trims as many lines as it adds; the supervisor's
@@ -337,15 +339,24 @@ async def _flood(
     )
 
 
-async def _lag_headless(seconds: float, log_dir: str) -> LagResult:
+async def _idle_procs(sup: Supervisor, count: int) -> None:
+    """``count`` running children in the flood's scope: rows of the window's
+    table, each with its CPU and memory sampled (the visible ones)."""
+    for _ in range(count):
+        await sup.spawn(["sleep", "3600"], session=SESSION, agent="flood")
+
+
+async def _lag_headless(seconds: float, log_dir: str, procs: int) -> LagResult:
     probe = LagProbe(asyncio.get_running_loop())
     async with Supervisor(log_dir=log_dir) as sup:
+        await _idle_procs(sup, procs)
         return await _flood(sup, seconds, probe, lambda: None)
 
 
-async def _lag_window(seconds: float, log_dir: str) -> LagResult:
+async def _lag_window(seconds: float, log_dir: str, procs: int) -> LagResult:
     probe = LagProbe(asyncio.get_running_loop())
     async with Supervisor(log_dir=log_dir) as sup:
+        await _idle_procs(sup, procs)
         window = open_proc_window(sup, SESSION, "flood")
         if FREEZE_HEAP:
             gc.freeze()  # as the procwindow app does once its QML is loaded
@@ -374,17 +385,21 @@ async def _lag_window(seconds: float, log_dir: str) -> LagResult:
     return result
 
 
-def bench_lag(seconds: float, runs: int, log_root: str | None, loop: qasync.QEventLoop) -> None:
+def bench_lag(
+    seconds: float, runs: int, log_root: str | None, loop: qasync.QEventLoop, procs: int = 0
+) -> None:
     headless: list[LagResult] = []
     windowed: list[LagResult] = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory(dir=log_root) as logs:
-            headless.append(asyncio.run(_lag_headless(seconds, logs)))
+            headless.append(asyncio.run(_lag_headless(seconds, logs, procs)))
         asyncio.set_event_loop(loop)
         with tempfile.TemporaryDirectory(dir=log_root) as logs:
-            windowed.append(loop.run_until_complete(_lag_window(seconds, logs)))
-    cmd = f"bench_window.py lag --seconds {seconds:g} --runs {runs}" + (
-        f" --log-root {log_root}" if log_root else ""
+            windowed.append(loop.run_until_complete(_lag_window(seconds, logs, procs)))
+    cmd = (
+        f"bench_window.py lag --seconds {seconds:g} --runs {runs}"
+        + (f" --procs {procs}" if procs else "")
+        + (f" --log-root {log_root}" if log_root else "")
     )
     print(
         f"[{cmd}] flood of ~100-byte lines, {seconds:g}s measured per run, "
@@ -524,6 +539,13 @@ def main() -> None:
     ap.add_argument("--per-tick", type=int, default=1000, help="pane: lines per 1/60 s")
     ap.add_argument("--log-root", help="lag: where the flood's logs go (default: the temp dir)")
     ap.add_argument(
+        "--procs",
+        type=int,
+        default=0,
+        help="lag: this many running children beside the flood, in the window's table "
+        "(their CPU and memory sampled, with sparklines); the same in the headless run",
+    )
+    ap.add_argument(
         "--app-heap",
         action="store_true",
         help="lag: freeze the startup heap as the procwindow app does (an embedding host may not)",
@@ -536,7 +558,7 @@ def main() -> None:
     loop = qasync.QEventLoop(app)
     try:
         if args.what in ("lag", "all"):
-            bench_lag(args.seconds or 10.0, args.runs, args.log_root, loop)
+            bench_lag(args.seconds or 10.0, args.runs, args.log_root, loop, args.procs)
         if args.what in ("pane", "all"):
             sizes = [int(s) for s in args.sizes.split(",")]
             bench_pane(sizes, args.per_tick, args.seconds or 5.0, loop)
