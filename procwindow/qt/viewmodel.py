@@ -167,7 +167,6 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._history = history
         self._show_history = False
         self._workspace = WorkspaceStatus(controller, self)
-        self.currentProcIdChanged.connect(self._on_current_changed)
         self._output = output_model
         self._stats = stats
         self._controller = controller
@@ -416,9 +415,6 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self.following = True
         self.streamingProcIdChanged.emit()
         self._update_texts()
-
-    def _on_current_changed(self) -> None:
-        self._workspace.setProc(self._current)
 
     def _scope_history(self) -> None:
         self._history.setScope(self._procs.session, self._procs.agent)

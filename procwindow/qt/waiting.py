@@ -13,7 +13,7 @@ import time
 from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
-from procwindow.core import CommandState, Event, EventKind, Phase, command_state
+from procwindow.core import CommandState, Event, EventKind, Phase
 from procwindow.core.rules import scope_pattern
 
 from ._support import EventPump, Later, Lifeline, qt_property
@@ -36,10 +36,9 @@ class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     ``pendingText``: ``web: waiting for api (ready) · cron: skipped: …`` for the
     commands of the scope that wait or were skipped ("" when none);
-    ``pendingCount`` counts them. ``dependsText(procId)``: ``api depends on
-    db (ready) · restarted 2 times`` for the command that ran ``procId`` ("" when
-    none). ``text`` is both, for the proc given to ``setProc`` (the window's
-    current one). They follow the supervisor's ``phase`` events.
+    ``pendingCount`` counts them. They follow the supervisor's ``phase`` events.
+    (What a command that runs depends on is in its row's Status tooltip:
+    :func:`~procwindow.qt.models.format.depends_text`.)
     """
 
     changed = Signal()
@@ -48,7 +47,6 @@ class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not 
         super().__init__(parent)
         self._sup = controller.supervisor
         self._scope = ("", "")
-        self._proc_id = -1
         self._pending: list[CommandState] = []
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
@@ -66,12 +64,6 @@ class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not 
             self._pump = self._lifeline.hold(EventPump(self._sup, pattern, self._on_events))
         self.update()
 
-    def setProc(self, proc_id: int) -> None:
-        """The proc whose command's dependencies ``text`` tells (-1: none)."""
-        if proc_id != self._proc_id:
-            self._proc_id = proc_id
-            self.changed.emit()
-
     def _on_events(self, events: list[Event]) -> None:
         if any(e.kind is EventKind.PHASE for e in events):
             self._update_later.start()
@@ -88,8 +80,9 @@ class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not 
             and state.session == session
             and (not agent or state.agent == agent)
         ]
-        self._pending = pending
-        self.changed.emit()  # a phase also changes what the current proc's command did
+        if pending != self._pending:
+            self._pending = pending
+            self.changed.emit()
 
     def _get_pending_text(self) -> str:
         now = time.time()
@@ -102,25 +95,3 @@ class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not 
     """What the scope's commands without a proc wait for, or why they were skipped."""
     pendingCount = qt_property(int, _get_pending_count, notify=changed)
     """How many commands of the scope have no proc yet (waiting or skipped)."""
-
-    def _get_text(self) -> str:
-        parts = (self._get_pending_text(), self.dependsText(self._proc_id))
-        return "  ·  ".join(p for p in parts if p)
-
-    text = qt_property(str, _get_text, notify=changed)
-    """``pendingText`` and the current proc's ``dependsText`` ("" when neither)."""
-
-    @Slot(int, result=str)
-    def dependsText(self, procId: int) -> str:
-        """What the command that ran ``procId`` depends on, and its restarts."""
-        state = command_state(self._sup, procId) if procId >= 0 else None
-        if state is None:
-            return ""
-        parts = []
-        if state.depends_on:
-            parts.append(f"{state.name} depends on " + ", ".join(map(str, state.depends_on)))
-        else:
-            parts.append(f"{state.name} (workspace {state.workspace})")
-        if state.restarts:
-            parts.append(f"restarted {state.restarts} time{'s' if state.restarts != 1 else ''}")
-        return "  ·  ".join(parts)

@@ -11,6 +11,7 @@ import threading
 import psutil
 
 from procwindow import ProcState, Supervisor
+from procwindow.core._starter import IDLE_LINGER
 
 TOTAL = 2000
 IN_FLIGHT = 64
@@ -34,6 +35,7 @@ def test_churn_2000_children(run, tmp_path):
             warm = await sup.spawn(["true"], session="s", agent="warm")
             await sup.wait(warm.id)
             sup.dismiss(warm.id)
+            await asyncio.sleep(IDLE_LINGER + 0.3)  # the spawn thread goes once idle
             rss0, fds0, threads0 = me.memory_info().rss, me.num_fds(), threading.active_count()
             slots = asyncio.Semaphore(IN_FLIGHT)
             outcomes: dict[str, int] = {}

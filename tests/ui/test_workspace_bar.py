@@ -1,19 +1,21 @@
 """A ProcWindow on a workspace's scope says what its commands without a process
-wait for, and what the selected command depends on (real QML, real children)."""
+wait for, and a running command's Status tooltip what it depends on (real QML,
+real children)."""
 
 from __future__ import annotations
 
 from procwindow.core import Command, Supervisor, Workspace
+from procwindow.qt import ProcRole
 from procwindow.qt.window import open_proc_window, window_model
 
 from .conftest import Run
-from .helpers import item, py, until
+from .helpers import find_item, item, py, until
 
 # Ready once it prints "up" (after a moment), then serves until stopped.
 DB = py("import time; time.sleep(0.8); print('up', flush=True); time.sleep(60)")
 
 
-def test_the_bar_names_what_waits_and_what_the_selected_command_depends_on(
+def test_the_bar_names_what_waits_and_the_tooltip_what_a_command_depends_on(
     sup: Supervisor, run: Run
 ) -> None:
     async def scenario() -> None:
@@ -33,12 +35,14 @@ def test_the_bar_names_what_waits_and_what_the_selected_command_depends_on(
         await until(lambda: started.state("api").proc_id is not None, what="api started")
         api = started.state("api").proc_id
         assert api is not None
-        await until(lambda: "waiting" not in str(text.property("text")), what="no more waiting")
-        vm.select(api)
         await until(
-            lambda: str(text.property("text")) == "api depends on db (ready)",
-            what="the selected command's dependency",
+            lambda: find_item(window, "workspaceBar") is None, what="the bar gone: nothing waits"
         )
+        # What a running command depends on is in its Status tooltip.
+        model = vm.procModel
+        await until(lambda: model.rowOf(api) >= 0, what="api's row")
+        tip = model.data(model.index(model.rowOf(api), 0), ProcRole.WORKSPACE_TIP)
+        assert tip == "running\napi depends on db (ready)"
         await started.stop()
 
     run(scenario())

@@ -141,6 +141,8 @@ def test_demo_under_xvfb_right_click_processes_kill(tmp_path: Path) -> None:
             process = psutil.Process(app.pid)
             wait_for(lambda: demo_children(process, "build"), 20, "the demo build running")
             build = demo_children(process, "build")[0]
+            # The server waits for the build's first artefact (the demo's depends_on).
+            wait_for(lambda: demo_children(process, "server"), 30, "the demo server running")
 
             # Right-click the "webapp" session, then "Processes…" in the menu. A
             # first click may land before the tree is drawn: try again if no window.
@@ -161,7 +163,8 @@ def test_demo_under_xvfb_right_click_processes_kill(tmp_path: Path) -> None:
                         raise
             time.sleep(1.0)
 
-            # Session view, newest first: test (row 0), server (row 1), build (row 2).
+            # Session view, newest first: server (row 0, started once the build was
+            # ready), test (row 1), build (row 2).
             click(display, procs, width - KILL_FROM_RIGHT, TABLE_ROW_Y + 2 * ROW_HEIGHT)
             wait_for(lambda: not build.is_running() or build.status() == "zombie", 10, "kill")
             assert demo_children(process, "server"), "only the build's row was meant"

@@ -9,11 +9,12 @@ import functools
 import signal
 import time
 
-from procwindow.core import ExitInfo, ExitReason, ProcState
+from procwindow.core import CommandState, ExitInfo, ExitReason, ProcState
 
 __all__ = [
     "DISCONNECTED",
     "STATUS_COLORS",
+    "depends_text",
     "signal_name",
     "status_color",
     "status_text",
@@ -101,3 +102,16 @@ def time_text(stamp: float, millis: bool = False) -> str:
     """A wall-clock time as local ``HH:MM:SS`` (``HH:MM:SS.mmm`` with ``millis``)."""
     text = time.strftime("%H:%M:%S", time.localtime(stamp))
     return f"{text}.{int(stamp * 1000) % 1000:03d}" if millis else text
+
+
+def depends_text(state: CommandState) -> str:
+    """``api depends on db (ready) · restarted 2 times``: what a workspace
+    command depends on, and how often it was restarted."""
+    parts = []
+    if state.depends_on:
+        parts.append(f"{state.name} depends on " + ", ".join(map(str, state.depends_on)))
+    else:
+        parts.append(f"{state.name} (workspace {state.workspace})")
+    if state.restarts:
+        parts.append(f"restarted {state.restarts} time{'s' if state.restarts != 1 else ''}")
+    return "  ·  ".join(parts)

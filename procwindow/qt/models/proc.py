@@ -36,7 +36,14 @@ from .._support import (
     set_stored,
 )
 from ..sampler import Drawing, RowSampler, StatsHistory, cpu_text, memory_text
-from .format import DISCONNECTED, STATUS_COLORS, status_color, status_text, time_text
+from .format import (
+    DISCONNECTED,
+    STATUS_COLORS,
+    depends_text,
+    status_color,
+    status_text,
+    time_text,
+)
 from .roles import (
     AGENT_COLUMNS,
     COLUMN_TITLES,
@@ -435,6 +442,11 @@ class ProcModel(QAbstractTableModel):
                 return status_text(r.state, r.exit)
             case ProcRole.PHASE_TEXT:
                 return self._phase_text(p.id)
+            case ProcRole.WORKSPACE_TIP:
+                state = command_state(self._sup, p.id)
+                if state is None or state.proc_id != p.id:
+                    return ""
+                return f"{state.describe(time.time())}\n{depends_text(state)}"
             case ProcRole.STATUS_COLOR:
                 return status_color(r.state, r.exit)
             case ProcRole.EXIT_CODE:
@@ -921,6 +933,7 @@ class ProcModel(QAbstractTableModel):
         started: list[int] = []
         exited: set[int] = set()
         dismissed: set[int] = set()
+        phased: set[int] = set()
         for ev in events:
             match ev.kind:
                 case EventKind.START:
@@ -931,6 +944,7 @@ class ProcModel(QAbstractTableModel):
                     dismissed.add(ev.proc_id)
                 case EventKind.PHASE if ev.proc_id:
                     exited.add(ev.proc_id)  # a workspace command's phase: refresh the row
+                    phased.add(ev.proc_id)
                     if getattr(ev, "phase", None) == "restarting":
                         self._restarting.add(ev.proc_id)
                     else:
@@ -939,12 +953,18 @@ class ProcModel(QAbstractTableModel):
                     if previous:  # the run it restarts: its countdown is over
                         self._restarting.discard(previous)
                         exited.add(previous)
+                        phased.add(previous)
                 case _:
                     pass
         if started:
             self._insert(started)
         if exited:
             self._refresh(exited)
+        if phased:  # the Status cell's workspace texts
+            status = self._columns.index(ProcColumn.STATUS)
+            for row in sorted(r for r in map(self.rowOf, phased) if r >= 0):
+                index = self.index(row, status)
+                self.dataChanged.emit(index, index, [ProcRole.PHASE_TEXT, ProcRole.WORKSPACE_TIP])
         if dismissed:
             self._remove(dismissed)
         if len(self._rows) != count:

@@ -75,6 +75,7 @@ class ProcRole(enum.IntEnum):
     STATS_LIVE = enum.auto()
     SAMPLES = enum.auto()
     PHASE_TEXT = enum.auto()
+    WORKSPACE_TIP = enum.auto()
 
 
 PROC_ROLE_NAMES: dict[int, QByteArray] = {
@@ -109,6 +110,7 @@ PROC_ROLE_NAMES: dict[int, QByteArray] = {
     ProcRole.STATS_LIVE: QByteArray(b"statsLive"),
     ProcRole.SAMPLES: QByteArray(b"samples"),
     ProcRole.PHASE_TEXT: QByteArray(b"phaseText"),
+    ProcRole.WORKSPACE_TIP: QByteArray(b"workspaceTip"),
 }
 
 

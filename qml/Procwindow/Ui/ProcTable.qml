@@ -402,15 +402,17 @@ FocusScope {
                     required property int exitCode
                     // What its workspace does with it: "restarting in 4 s", "ready"…
                     required property string phaseText
+                    // ... and what its command depends on (the tooltip).
+                    required property string workspaceTip
                     readonly property color tint: style.statusColor(statusColor)
                     readonly property string exitInfo: exitReason.length > 0 ? qsTr("exit code %1 · reason %2").arg(exitCode).arg(exitReason) : ""
 
                     Item {
                         anchors.fill: parent
                         HoverHandler { id: statusHover }
-                        ToolTip.visible: statusHover.hovered && (statusCell.exitInfo.length > 0 || statusCell.phaseText.length > 0)
+                        ToolTip.visible: statusHover.hovered && (statusCell.exitInfo.length > 0 || statusCell.workspaceTip.length > 0)
                         ToolTip.delay: 500
-                        ToolTip.text: [statusCell.exitInfo, statusCell.phaseText].filter(t => t.length > 0).join("\n")
+                        ToolTip.text: [statusCell.exitInfo, statusCell.workspaceTip].filter(t => t.length > 0).join("\n")
 
                         Rectangle {
                             anchors.verticalCenter: parent.verticalCenter

@@ -188,11 +188,11 @@ ThemedWindow {
             SplitView.minimumHeight: 96
 
             // Workspace commands of this scope with no process yet (waiting for a
-            // dependency, or skipped), and what the selected command depends on.
+            // dependency, or skipped).
             Rectangle {
                 id: workspaceBar
                 objectName: "workspaceBar"
-                readonly property string text: root.viewModel.workspaceStatus.text
+                readonly property string text: root.viewModel.workspaceStatus.pendingText
                 visible: text.length > 0
                 anchors.left: parent.left
                 anchors.right: parent.right
