@@ -2,8 +2,7 @@
 
 The process table lists procs; a workspace command that has not started yet
 (it waits for a dependency, or was skipped) has none. This object says what
-those commands wait for, and what the selected proc's command depends on, for
-the ProcWindow's workspace bar.
+those commands wait for, for the ProcWindow's workspace bar.
 """
 
 from __future__ import annotations
@@ -31,8 +30,7 @@ _NOT_STARTED = frozenset({Phase.WAITING, Phase.SKIPPED})
 @QmlElement
 @QmlUncreatable("a ProcWindowModel makes its workspace status")
 class WorkspaceStatus(QObject):  # type: ignore[operator]  # PySide's stub: not callable
-    """The workspace commands of a scope that have no proc yet, and the
-    dependencies of one proc's command.
+    """The workspace commands of a scope that have no proc yet.
 
     ``pendingText``: ``web: waiting for api (ready) · cron: skipped: …`` for the
     commands of the scope that wait or were skipped ("" when none);
