@@ -64,6 +64,7 @@ from procwindow.app import open_proc_window
 from procwindow.core import Proc, Supervisor
 from procwindow.core._supervisor import DEFAULT_RING_BYTES, DEFAULT_RING_LINES
 from procwindow.qt import OutputModel
+from procwindow.qt.window import window_model
 
 #: Set by --app-heap: gc.freeze() once the window is open, as the app does.
 FREEZE_HEAP = False
@@ -321,10 +322,15 @@ class LagResult:
 
 
 async def _flood(
-    sup: Supervisor, seconds: float, probe: LagProbe, measuring: Callable[[], None]
+    sup: Supervisor,
+    seconds: float,
+    probe: LagProbe,
+    measuring: Callable[[], None],
+    started: Callable[[Proc], None] = lambda _p: None,
 ) -> LagResult:
     """Spawn the flood, warm up, measure for ``seconds``, kill it."""
     p = await sup.spawn([sys.executable, "-c", FLOOD], session=SESSION, agent="flood")
+    started(p)
     await asyncio.sleep(WARMUP)
     measuring()
     b0, t0 = p.output_bytes, time.perf_counter()
@@ -370,7 +376,10 @@ async def _lag_window(seconds: float, log_dir: str, procs: int) -> LagResult:
             pane.reset()
             pane.press_end = True
 
-        result = await _flood(sup, seconds, probe, measuring)
+        # The window streams the flood, also when other rows came first (--procs).
+        result = await _flood(
+            sup, seconds, probe, measuring, lambda p: window_model(window).stream(p.id)
+        )
         pane.close()
         await _close_window(window)
     steps = [s.seconds for s in pane.steps]
