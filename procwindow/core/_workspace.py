@@ -15,7 +15,7 @@ import os
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 from ._agent import Ready
 from ._errors import ProcwindowError
@@ -153,15 +153,26 @@ _FOREIGN_POLICIES = {
 }
 
 
-def condition_of(value: object) -> Condition:
-    """``value`` as a Condition; InvalidWorkspace (with a hint) otherwise."""
-    if isinstance(value, Condition):
+E = TypeVar("E", bound=enum.StrEnum)
+
+
+def _member(kind: type[E], value: object) -> E | None:
+    """``value`` as a member of the string enum ``kind``, or None."""
+    if isinstance(value, kind):
         return value
     if isinstance(value, str):
         try:
-            return Condition(value)
+            return kind(value)
         except ValueError:
-            pass
+            return None
+    return None
+
+
+def condition_of(value: object) -> Condition:
+    """``value`` as a Condition; InvalidWorkspace (with a hint) otherwise."""
+    found = _member(Condition, value)
+    if found is not None:
+        return found
     known = ", ".join(repr(c.value) for c in Condition)
     hint = ""
     if isinstance(value, str) and value in _FOREIGN_CONDITIONS:
@@ -171,13 +182,9 @@ def condition_of(value: object) -> Condition:
 
 def policy_of(value: object) -> RestartPolicy:
     """``value`` as a RestartPolicy; InvalidWorkspace (with a hint) otherwise."""
-    if isinstance(value, RestartPolicy):
-        return value
-    if isinstance(value, str):
-        try:
-            return RestartPolicy(value)
-        except ValueError:
-            pass
+    found = _member(RestartPolicy, value)
+    if found is not None:
+        return found
     known = ", ".join(repr(p.value) for p in RestartPolicy)
     hint = ""
     if isinstance(value, str) and value in _FOREIGN_POLICIES:
