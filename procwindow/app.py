@@ -31,18 +31,18 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 import qasync
-from PySide6.QtCore import QCoreApplication, QObject, Signal, Slot
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QGuiApplication, QIcon, QWindow
-from PySide6.QtQml import QQmlApplicationEngine
 from PySide6.QtQuick import QQuickWindow
 from PySide6.QtWidgets import QApplication
 
 from procwindow import cli
+from procwindow._attach import Attached, Attachments, connect
 from procwindow._paths import resources_dir
 from procwindow.control import (
     DEFAULT_SERVER_NAME,
@@ -59,26 +59,8 @@ from procwindow.core.rules import (
     DEFAULT_TOOL,
 )
 from procwindow.demo import demo_workspace
-from procwindow.qt import (
-    ActiveScope,
-    MainWindowModel,
-    ProcController,
-    ProcModel,
-    ProcWindowModel,
-    SessionModel,
-)
-from procwindow.qt.notify import FailureNotifier
-from procwindow.qt.window import (
-    QML_MODULE,
-    QUICK_STYLE,
-    close_proc_windows,
-    ensure_style,
-    find_proc_window,
-    open_proc_window,
-    prepare_engine,
-    proc_windows,
-    window_model,
-)
+from procwindow.qt.mainwindow import Workspace
+from procwindow.qt.window import QUICK_STYLE, ensure_style, open_proc_window, proc_windows
 
 if TYPE_CHECKING:
     import argparse
@@ -121,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     """
     if getattr(args, "subcommand", None) == "attach":
         return run_attach(
-            args.target,
+            args.targets,
             ssh_command=shlex.split(args.ssh) if args.ssh else None,
             remote_procwindow=args.remote_procwindow,
             notify=not args.no_notify,
@@ -154,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
         workspace=workspace,
         socket_path=socket_path,
         notify=not getattr(args, "no_notify", False),
+        attach=[*(workspace.attach if workspace else ()), *(getattr(args, "attach", None) or ())],
     )
 
 
@@ -163,6 +146,7 @@ def run_app(
     workspace: WorkspaceFile | None = None,
     socket_path: str | None = None,
     notify: bool = True,
+    attach: Sequence[str] = (),
 ) -> int:
     """Run the window until it is closed; return the exit status.
 
@@ -170,7 +154,9 @@ def run_app(
     ``workspace``: start its commands; neither: the demo workspace. ``socket_path``:
     serve the control socket there, so ``procwindow ctl`` reaches this window (None:
     do not serve). ``notify``: tell the desktop of a process that fails while
-    no window has the focus.
+    no window has the focus. ``attach``: servers elsewhere to show beside this
+    window's own supervisor (names, socket paths, ``ssh://`` URLs), each
+    reached in the background.
     """
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
@@ -185,7 +171,7 @@ def run_app(
     try:
         return int(
             loop.run_until_complete(
-                _run(list(command) if command else None, workspace, socket_path, notify)
+                _run(list(command) if command else None, workspace, socket_path, notify, attach)
             )
         )
     finally:
@@ -199,6 +185,7 @@ async def _run(
     workspace_file: WorkspaceFile | None,
     socket_path: str | None,
     notify: bool,
+    attach: Sequence[str] = (),
 ) -> int:
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
@@ -251,6 +238,7 @@ async def _run(
             server = await _serve(supervisor, socket_path, scopes)
             workspace = Workspace(supervisor, scopes=scopes, notify=notify)
             workspace.quitRequested.connect(quit_now.set)
+            attachments = Attachments(workspace, _reporter(workspace))
             try:
                 workspace.active_scope.setScope(*first)
                 workspace.load()
@@ -260,8 +248,10 @@ async def _run(
                 gc.freeze()
                 if command is not None:
                     workspace.openProcWindow(*first)
+                attachments.start(attach)
                 await quit_now.wait()
             finally:
+                await attachments.close()  # the links only: nothing there stops
                 workspace.close()
                 if server is not None:
                     await server.close()
@@ -297,17 +287,20 @@ async def _serve(
 
 
 def run_attach(
-    target: str | None,
+    targets: Sequence[str] | str | None,
     *,
     ssh_command: list[str] | None = None,
     remote_procwindow: str | None = None,
     notify: bool = True,
 ) -> int:
-    """``procwindow attach [TARGET]``: the window on a server that runs elsewhere
-    (a name or socket path here, or ``ssh://[user@]host[:port][/NAME]``), through
-    a :class:`~procwindow.control.remote.RemoteSupervisor`. Closing the window
-    closes the link and stops nothing there. Exit status 3 when the server
-    cannot be reached (one line on stderr says why)."""
+    """``procwindow attach [TARGET...]``: the window on servers that run elsewhere
+    (a name or socket path here, or ``ssh://[user@]host[:port][/NAME]``; none:
+    the default server here), each a :class:`~procwindow.control.remote.RemoteSupervisor`
+    shown as a host of the session tree. Closing the window closes the links
+    and stops nothing there. A server that cannot be reached is told in one
+    line on stderr; exit status 3 when none can be."""
+    if targets is None or isinstance(targets, str):
+        targets = [targets or ""]
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
     app.setApplicationName("procwindow")
@@ -318,7 +311,11 @@ def run_attach(
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        return int(loop.run_until_complete(_attach(target, ssh_command, remote_procwindow, notify)))
+        return int(
+            loop.run_until_complete(
+                _attach(list(targets) or [""], ssh_command, remote_procwindow, notify)
+            )
+        )
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
@@ -326,166 +323,92 @@ def run_attach(
 
 
 async def _attach(
-    target: str | None,
+    targets: list[str],
     ssh_command: list[str] | None,
     remote_procwindow: str | None,
     notify: bool,
 ) -> int:
-    from procwindow.control.remote import RemoteSupervisor
-
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, quit_now.set)
     try:
-        try:
-            remote = await RemoteSupervisor.connect(
-                target, ssh_command=ssh_command, remote_procwindow=remote_procwindow
-            )
-        except ProcwindowError as exc:
-            print(f"{cli.PROG}: {exc}", file=sys.stderr)
+        reached = await _reach(targets, ssh_command, remote_procwindow)
+        if not reached:
             return 3
+        first, others = reached[0], reached[1:]
         try:
-            scopes = await remote.sessions()
-            print(f"{cli.PROG}: attached to {remote.where}", file=sys.stderr, flush=True)
+            scopes = await first.scopes()
             # The qt layer's signatures name Supervisor; it takes any SupervisorAPI.
-            workspace = Workspace(cast(Supervisor, remote), scopes=scopes, notify=notify)
+            workspace = Workspace(
+                cast(Supervisor, first.remote),
+                scopes=scopes,
+                notify=notify,
+                key=first.key,
+                label=first.label,
+            )
             workspace.quitRequested.connect(quit_now.set)
+            attachments = Attachments(
+                workspace,
+                _reporter(workspace),
+                ssh_command=ssh_command,
+                remote_procwindow=remote_procwindow,
+            )
             try:
                 workspace.active_scope.setScope(next(iter(scopes), COMMAND_SESSION), "")
                 workspace.load()
                 gc.freeze()
+                for attached in others:
+                    await attachments.show(attached)
                 await quit_now.wait()
             finally:
+                await attachments.close()
                 workspace.close()
         finally:
-            await remote.close()  # the link only: nothing there stops
+            await first.remote.close()  # the link only: nothing there stops
     finally:
         for signum in STOP_SIGNALS:
             loop.remove_signal_handler(signum)
     return 0
 
 
-# -- the application -------------------------------------------------------------------
+async def _reach(
+    targets: list[str], ssh_command: list[str] | None, remote_procwindow: str | None
+) -> list[Attached]:
+    """Reach every target at once; one line on stderr for each that cannot be."""
+    results = await asyncio.gather(
+        *(
+            connect(t, ssh_command=ssh_command, remote_procwindow=remote_procwindow)
+            for t in targets
+        ),
+        return_exceptions=True,
+    )
+    reached: list[Attached] = []
+    for result in results:
+        if isinstance(result, Attached):
+            reached.append(result)
+            print(f"{cli.PROG}: attached to {result.remote.where}", file=sys.stderr, flush=True)
+        elif isinstance(result, ProcwindowError):
+            print(f"{cli.PROG}: {result}", file=sys.stderr, flush=True)
+    unexpected = [
+        r for r in results if isinstance(r, BaseException) and not isinstance(r, ProcwindowError)
+    ]
+    if unexpected:
+        for attached in reached:
+            await attached.remote.close()
+        raise unexpected[0]
+    return reached
 
 
-class Workspace(QObject):
-    """The application's glue: the main window, its models, and the ProcWindows it opens.
+def _reporter(workspace: Workspace) -> Callable[[str, bool], None]:
+    """What the attachments say: in the window's status line, and errors on stderr too."""
 
-    The main window's QML sees a :class:`~procwindow.qt.MainWindowModel`, which
-    opens ProcWindows through :meth:`openProcWindow` (one per scope: asking
-    again raises the open one) and asks to quit when the main window closes;
-    :meth:`quit` (also on the last window closed) emits ``quitRequested``, on
-    which the application closes its supervisor. With ``notify``, a proc that
-    fails while no window has the focus is told to the desktop
-    (:class:`~procwindow.qt.notify.FailureNotifier`).
-    """
+    def report(message: str, is_error: bool) -> None:
+        workspace.view_model.showStatus(message, is_error)
+        if is_error:
+            print(f"{cli.PROG}: {message}", file=sys.stderr, flush=True)
 
-    quitRequested = Signal()
-
-    def __init__(
-        self,
-        supervisor: Supervisor,
-        *,
-        scopes: dict[str, list[str]] | None = None,
-        notify: bool = False,
-        parent: QObject | None = None,
-    ) -> None:
-        super().__init__(parent)
-        self.supervisor = supervisor
-        self.notifier = FailureNotifier(supervisor, self) if notify else None
-        self.engine = QQmlApplicationEngine()
-        prepare_engine(self.engine)
-        self.active_scope = ActiveScope(self)
-        self.session_model = SessionModel(supervisor, self)
-        for session, agents in (scopes or {}).items():
-            self.session_model.addSession(session, agents)
-        self.controller = ProcController(supervisor, self)
-        self.overview_model = ProcModel(supervisor, parent=self)
-        self.view_model = MainWindowModel(
-            self.session_model,
-            self.active_scope,
-            self.controller,
-            self.overview_model,
-            self._open_window_model,
-            self,
-        )
-        self.view_model.quitRequested.connect(self.quit)
-        self._done = False
-        app = QGuiApplication.instance()
-        if isinstance(app, QGuiApplication):
-            app.lastWindowClosed.connect(self.quit)
-
-    @property
-    def main_window(self) -> QQuickWindow | None:
-        """The main window, once loaded."""
-        roots = self.engine.rootObjects()
-        window = roots[0] if roots else None
-        return window if isinstance(window, QQuickWindow) else None
-
-    def load(self) -> QQuickWindow:
-        """Load the main window (``Main`` of the QML module); RuntimeError with the QML errors."""
-        self.engine.setInitialProperties({"viewModel": self.view_model})
-        errors: list[str] = []
-        self.engine.warnings.connect(lambda ws: errors.extend(w.toString() for w in ws))
-        self.engine.loadFromModule(QML_MODULE, "Main")
-        window = self.main_window
-        if window is None:
-            raise RuntimeError(f"cannot load {QML_MODULE}.Main:\n" + "\n".join(errors))
-        # The models go with the window, after the items that bind to them. Left
-        # to this Workspace, they would go first whenever it does (a Python
-        # wrapper collected while the engine's deleteLater is pending), and the
-        # window's typed properties would point at freed objects.
-        for obj in self._qml_facing():
-            obj.setParent(window)
-        # The tree shows the active scope once it is laid out.
-        self.view_model.showActiveScope()
-        return window
-
-    def _qml_facing(self) -> tuple[QObject, ...]:
-        return (
-            self.view_model,
-            self.session_model,
-            self.controller,
-            self.overview_model,
-            self.active_scope,
-        )
-
-    @Slot(str, str, result=QObject)
-    def openProcWindow(self, session: str, agent: str) -> QObject | None:
-        """Open a ProcWindow on ``(session, agent)``; raise the one already showing it."""
-        if self._done or not session:
-            return None
-        window = find_proc_window(self.engine, session, agent)
-        if window is not None:
-            return window
-        return open_proc_window(
-            self.supervisor, session, agent, self.engine, active_scope=self.active_scope
-        )
-
-    def _open_window_model(self, session: str, agent: str) -> ProcWindowModel | None:
-        window = self.openProcWindow(session, agent)
-        return None if window is None else window_model(window)
-
-    @Slot()
-    def quit(self) -> None:
-        """End the application (the supervisor then terminates every child)."""
-        self.quitRequested.emit()
-
-    def close(self) -> None:
-        """Close every window and stop every model (idempotent)."""
-        if self._done:
-            return
-        self._done = True
-        close_proc_windows(self.engine)
-        window = self.main_window
-        if window is not None:
-            window.close()
-        for model in (self.session_model, self.overview_model):
-            model.close()
-        if self.notifier is not None:
-            self.notifier.close()
-        self.engine.deleteLater()
+    return report
 
 
 # -- screenshots -----------------------------------------------------------------------

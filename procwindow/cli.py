@@ -69,11 +69,11 @@ def _mcp_run(args: argparse.Namespace) -> int:
 
 def _attach_configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "target",
-        nargs="?",
+        "targets",
+        nargs="*",
         metavar="NAME|ssh://[user@]host[:port][/NAME]",
-        help="the server: a name (default 'default') or socket path here, or one on"
-        " another machine through ssh",
+        help="the servers: a name (default 'default') or socket path here, or one on"
+        " another machine through ssh; several show side by side",
     )
     parser.add_argument(
         "--ssh",
@@ -162,6 +162,13 @@ def add_window_options(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--socket", metavar="PATH", help="serve on this socket path")
     group.add_argument("--no-serve", action="store_true", help="do not serve the control socket")
+    parser.add_argument(
+        "--attach",
+        action="append",
+        metavar="TARGET",
+        help="also show the server TARGET (a name, a socket path, ssh://[user@]host[:port][/NAME])"
+        " beside this window's own processes; repeat for several",
+    )
     parser.add_argument(
         "--no-notify",
         action="store_true",

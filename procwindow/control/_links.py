@@ -111,6 +111,21 @@ class Target:
     port: int | None = None
     name: str = DEFAULT_SERVER_NAME
 
+    @property
+    def label(self) -> str:
+        """The server, named for a person: ``ci on me@build:2222``; here, its
+        name (a socket's file name without ``.sock``).
+
+        >>> parse_target("ssh://me@build:2222/ci").label, parse_target("/run/x/api.sock").label
+        ('ci on me@build:2222', 'api')
+        """
+        if self.host is None:
+            base = os.path.basename(self.path or "")
+            return base.removesuffix(".sock") or base
+        user = f"{self.user}@" if self.user else ""
+        port = f":{self.port}" if self.port else ""
+        return f"{self.name} on {user}{self.host}{port}"
+
     def __str__(self) -> str:
         if self.host is None:
             return self.path or ""

@@ -77,6 +77,7 @@ from ..core._spawn import resolve as resolve_command
 from ..core._text import escape_controls
 from ..core._workspace import MAX_RESTARTS, check_command_name, condition_of, policy_of
 from ..core.rules import check_scope_name, check_tool
+from ._links import LinkError, NoServer, parse_target
 from ._sockdir import check_name
 from ._toml_lines import Key, key_line, key_text, long_dotted_key
 
@@ -118,7 +119,7 @@ class WorkspaceError(ProcwindowError):
         self.key = key
 
 
-_TOP_KEYS = {"name", "graceful_timeout", "session"}
+_TOP_KEYS = {"name", "graceful_timeout", "session", "attach"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
 _COMMAND_KEYS = {
@@ -306,6 +307,7 @@ class _Checker:
             except ProcwindowError as exc:
                 raise self.fail(("name",), str(exc)) from None
         grace = self.grace(data, ())
+        attach = self.attach(data)
         sessions: dict[str, list[str]] = {}
         commands: list[Command] = []
         agents_of: dict[str, set[str]] = {}
@@ -333,10 +335,37 @@ class _Checker:
                     commands.append(self.command(cmd, sname, aname, (*where_a, "command", ci)))
         try:
             return Workspace(
-                commands, name=name, path=self.path, graceful_timeout=grace, sessions=sessions
+                commands,
+                name=name,
+                path=self.path,
+                graceful_timeout=grace,
+                sessions=sessions,
+                attach=attach,
             )
         except InvalidWorkspace as exc:  # names and the dependency graph, as a whole
             raise self.fail(self.graph_key(exc), str(exc)) from None
+
+    def attach(self, data: dict[str, Any]) -> tuple[str, ...]:
+        """The supervisors a window opening the workspace attaches to: names,
+        socket paths or ``ssh://`` URLs, each checked as ``procwindow attach``
+        reads it (whether it answers is found out when the window opens)."""
+        value = data.get("attach", [])
+        if not isinstance(value, list):
+            raise self.fail(("attach",), f"must be an array of strings, got {_kind(value)}")
+        seen: set[str] = set()
+        for i, target in enumerate(value):
+            if not isinstance(target, str):
+                raise self.fail(("attach", i), f"must be a string, got {_kind(target)}")
+            try:
+                where = str(parse_target(target))
+            except NoServer:  # this machine's socket directory: the window will say
+                where = target
+            except LinkError as exc:
+                raise self.fail(("attach", i), str(exc)) from None
+            if where in seen:
+                raise self.fail(("attach", i), f"{_show(target)} is listed twice")
+            seen.add(where)
+        return tuple(value)
 
     def graph_key(self, exc: InvalidWorkspace) -> Key:
         """Where in the file a workspace-wide fault lies."""

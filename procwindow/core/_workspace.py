@@ -420,7 +420,10 @@ class Workspace:
 
     ``sessions`` lists the scopes it declares (also those without commands),
     in order; the scopes of its commands are added. ``graceful_timeout`` is
-    the grace of commands that name none. ``start(supervisor)`` runs it.
+    the grace of commands that name none. ``attach`` names other supervisors
+    (a server name, a socket path, ``ssh://[user@]host[:port][/NAME]``) that a
+    window opening the workspace shows beside its own; nothing else reads it.
+    ``start(supervisor)`` runs it.
 
     >>> ws = Workspace(
     ...     [
@@ -437,6 +440,7 @@ class Workspace:
     path: str | None = None
     graceful_timeout: float | None = None
     sessions: dict[str, list[str]] = field(default_factory=dict)
+    attach: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         commands = _named(list(self.commands))

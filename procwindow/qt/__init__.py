@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from ._support import default_supervisor, format_bytes, set_default_supervisor
 from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
+from .hosts import Host
 from .main_viewmodel import MainWindowModel, ScopeSelection
 from .models import (
     HistoryModel,
+    HostTreeModel,
     OutputModel,
     OutputRole,
     ProcColumn,
@@ -36,6 +38,8 @@ __all__ = [
     "QML_IMPORT_NAME",
     "ActiveScope",
     "HistoryModel",
+    "Host",
+    "HostTreeModel",
     "MainWindowModel",
     "OutputModel",
     "OutputRole",

@@ -21,6 +21,7 @@ __all__ = [
     "EventPump",
     "Later",
     "Lifeline",
+    "connect_all",
     "current_loop",
     "default_supervisor",
     "empty_data",
@@ -113,6 +114,15 @@ def scope_properties(session_changed: Signal, agent_changed: Signal) -> tuple[st
     agent = Property(str, lambda self: self._agent, set_agent, notify=agent_changed)
     # Typed as the values they hold, for Python callers (see qt_property).
     return cast(str, session), cast(str, agent)
+
+
+def connect_all(connections: list[tuple[Any, Callable[..., None]]]) -> list[Callable[[], None]]:
+    """Connect each ``(signal, slot)`` pair; return what disconnects each again."""
+    undo: list[Callable[[], None]] = []
+    for signal, slot in connections:
+        signal.connect(slot)
+        undo.append(functools.partial(signal.disconnect, slot))
+    return undo
 
 
 def set_stored(obj: Any, attr: str, value: object, notify: Signal) -> bool:

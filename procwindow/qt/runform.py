@@ -120,13 +120,14 @@ def _bad_name(name: str) -> str:
 
 
 def read_fields(
-    session: str, agent: str, command_line: str, cwd: str, here: str
+    session: str, agent: str, command_line: str, cwd: str, here: str | None
 ) -> tuple[RunRequest | None, dict[Field, str]]:
     """Read the form's fields: a request to spawn, or the error of each field at fault.
 
     Session and agent are trimmed and must be names (:func:`rules.check_scope_name`);
     the command line is split as a shell would split it (``shlex``), but no shell
-    runs it; the directory goes through :func:`resolve_cwd`.
+    runs it; the directory goes through :func:`resolve_cwd` (``here=None``: the
+    supervisor is elsewhere, and resolves it there: it is only trimmed).
 
     >>> read_fields("web", "api", "make 'a b'", "", "/srv")[0]
     RunRequest(session='web', agent='api', argv=('make', 'a b'), cwd=None)
@@ -157,9 +158,8 @@ def read_fields(
             errors[field] = _bad_name(name) or empty
     if errors:
         return None, errors
-    request = RunRequest(
-        names[Field.SESSION], names[Field.AGENT], tuple(argv), resolve_cwd(cwd, here)
-    )
+    where = resolve_cwd(cwd, here) if here is not None else cwd.strip() or None
+    request = RunRequest(names[Field.SESSION], names[Field.AGENT], tuple(argv), where)
     return request, {}
 
 
@@ -208,6 +208,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self._session = ""
         self._agent = ""
         self._cwd_placeholder = ""
+        self._where = ""
         self._errors: dict[Field, str] = {}
         self._busy = False
         self._stdin = False
@@ -217,6 +218,8 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     """The session the dialog opens on."""
     agent = stored_property(str, "_agent", scopeChanged, writable=False)
     """The agent the dialog opens on."""
+    where = stored_property(str, "_where", scopeChanged, writable=False)
+    """The supervisor the command runs on, named, when it is not only this window's ("")."""
     cwdPlaceholder = stored_property(str, "_cwd_placeholder", scopeChanged, writable=False)
     """What the empty Directory field says (the directory relative paths start from)."""
     busy = stored_property(bool, "_busy", busyChanged, writable=False)
@@ -260,11 +263,32 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
             self.errorsChanged.emit()
 
     @Slot(str, str)
-    def open(self, session: str, agent: str) -> None:
-        """Open the dialog on ``(session, agent)`` (the defaults where one is "")."""
+    def open(
+        self,
+        session: str,
+        agent: str,
+        *,
+        controller: ProcController | None = None,
+        where: str = "",
+    ) -> None:
+        """Open the dialog on ``(session, agent)`` (the defaults where one is "").
+
+        ``controller``: the one to start the command through from now on (the
+        scope's supervisor's). ``where``: the supervisor, named for the person,
+        when it is not (only) this window's own: the title says where the
+        command runs, and a directory is the server's to resolve, not this
+        machine's.
+        """
+        if controller is not None and not self._busy:
+            self._controller = controller
         self._session = session or rules.DEFAULT_SESSION
         self._agent = agent or rules.DEFAULT_AGENT
-        self._cwd_placeholder = cwd_placeholder(os.getcwd())
+        self._where = where
+        self._cwd_placeholder = (
+            "the server's directory (relative paths start there)"
+            if where
+            else cwd_placeholder(os.getcwd())
+        )
         self.scopeChanged.emit()
         if not self._busy:
             self._set_errors({})
@@ -282,7 +306,8 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         """OK: check the fields and, if they read, start the command."""
         if self._busy:
             return
-        request, errors = read_fields(session, agent, commandLine, cwd, os.getcwd())
+        here = None if self._where else os.getcwd()
+        request, errors = read_fields(session, agent, commandLine, cwd, here)
         self._set_errors(errors)
         if request is None:
             return

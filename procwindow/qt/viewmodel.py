@@ -158,10 +158,13 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         *,
         pinned: bool | None = None,
         history: HistoryModel | None = None,
+        where: str = "",
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
         self._procs = proc_model
+        self._where = where
+        proc_model.titleChanged.connect(self.windowTitleChanged)
         if history is None:
             history = HistoryModel(controller.supervisor, self)
         self._history = history
@@ -423,17 +426,29 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _update_scope_text(self) -> None:
         session, agent = self._procs.session, self._procs.agent
         text = f"{session} / {agent}" if agent else f"{session} · all agents"
+        if self._where:
+            text += f"  ·  on {self._where}"
         set_stored(self, "_scope_text", text, ProcWindowModel.scopeTextChanged)
 
     scopeText = stored_property(str, "_scope_text", scopeTextChanged, writable=False)
-    """The header's scope: ``build / cc``, or ``build · all agents``."""
+    """The header's scope: ``build / cc``, or ``build · all agents`` (then
+    ``  ·  on HOST`` for a supervisor that is not this window's)."""
+
+    windowTitleChanged = Signal()
+
+    def _get_window_title(self) -> str:
+        title = self._procs.title
+        return f"{title} on {self._where}" if self._where else title
+
+    windowTitle = Property(str, _get_window_title, notify=windowTitleChanged)
+    """The window's title: the table's, and the supervisor's name when it is elsewhere."""
 
     # -- actions -----------------------------------------------------------------------
 
     @Slot()
     def requestRun(self) -> None:
         """Open the Run dialog on the window's scope (the default agent for a whole session)."""
-        self._run_form.open(self._procs.session, self._procs.agent)
+        self._run_form.open(self._procs.session, self._procs.agent, where=self._where)
 
     def _on_run_started(self, proc_id: int) -> None:
         if self._procs.rowOf(proc_id) >= 0:

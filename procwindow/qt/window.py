@@ -102,6 +102,7 @@ class _OpenWindow:
     output_model: OutputModel
     stats: StatsSampler
     engine: QQmlEngine
+    supervisor: Supervisor
 
     def release(self) -> None:
         """Stop the models, close the window and delete it (idempotent)."""
@@ -138,6 +139,7 @@ def open_proc_window(
     *,
     active_scope: ActiveScope | None = None,
     pinned: bool | None = None,
+    where: str = "",
 ) -> QQuickWindow:
     """Open a ProcWindow on ``(session, agent)`` of ``supervisor`` and return it.
 
@@ -146,7 +148,9 @@ def open_proc_window(
     them, and itself, when it is closed (its ``finished`` signal then fires).
     Pass the host's ``engine`` to share it (else the window gets one of its own,
     deleted with it), and an :class:`~procwindow.qt.ActiveScope` for the window
-    to follow while unpinned (without one it stays on its scope). Call it with
+    to follow while unpinned (without one it stays on its scope). ``where``
+    names a supervisor that is not the host's own (``ci on build-box``): the
+    title and the header say it. Call it with
     qasync's loop set as the asyncio event loop.
 
     >>> window = open_proc_window(supervisor, "build", "compiler")  # doctest: +SKIP
@@ -171,7 +175,7 @@ def open_proc_window(
     stats = StatsSampler(supervisor)
     controller = ProcController(supervisor)
     view_model = ProcWindowModel(
-        proc_model, output_model, stats, controller, active_scope, pinned=pinned
+        proc_model, output_model, stats, controller, active_scope, pinned=pinned, where=where
     )
     properties: dict[str, Any] = {"viewModel": view_model}
     window = component.createWithInitialProperties(properties)
@@ -187,7 +191,7 @@ def open_proc_window(
         obj.setParent(window)
     if owns_engine:
         window.destroyed.connect(engine.deleteLater)
-    handle = _OpenWindow(window, view_model, proc_model, output_model, stats, engine)
+    handle = _OpenWindow(window, view_model, proc_model, output_model, stats, engine, supervisor)
     _open_windows[id(handle)] = handle
     window.finished.connect(handle.on_finished)  # type: ignore[attr-defined]
     window.show()
@@ -208,10 +212,15 @@ def window_model(window: QObject) -> ProcWindowModel:
     raise LookupError(f"not an open ProcWindow: {window!r}")
 
 
-def find_proc_window(engine: QQmlEngine, session: str, agent: str) -> QQuickWindow | None:
-    """The open ProcWindow of ``engine`` that shows ``(session, agent)``, raised; or None."""
+def find_proc_window(
+    engine: QQmlEngine, session: str, agent: str, supervisor: Supervisor | None = None
+) -> QQuickWindow | None:
+    """The open ProcWindow of ``engine`` that shows ``(session, agent)`` (of
+    ``supervisor``, when given), raised; or None."""
     for handle in _open_windows.values():
         model = handle.proc_model
+        if supervisor is not None and handle.supervisor is not supervisor:
+            continue
         if handle.engine is engine and (model.session, model.agent) == (session, agent):
             if QGuiApplication.platformName() not in ("offscreen", "minimal"):
                 handle.window.raise_()  # those two platforms warn that they cannot
@@ -220,8 +229,13 @@ def find_proc_window(engine: QQmlEngine, session: str, agent: str) -> QQuickWind
     return None
 
 
-def close_proc_windows(engine: QQmlEngine | None = None) -> None:
-    """Close (and release) every open ProcWindow, or those of ``engine``."""
+def close_proc_windows(
+    engine: QQmlEngine | None = None, supervisor: Supervisor | None = None
+) -> None:
+    """Close (and release) every open ProcWindow, or those of ``engine`` (and
+    of ``supervisor``)."""
     for handle in list(_open_windows.values()):
+        if supervisor is not None and handle.supervisor is not supervisor:
+            continue
         if engine is None or handle.engine is engine:
             handle.release()

@@ -14,6 +14,8 @@ from procwindow.core import Supervisor
 from procwindow.core.rules import DEFAULT_AGENT, DEFAULT_SESSION
 from procwindow.qt import (
     ActiveScope,
+    Host,
+    HostTreeModel,
     MainWindowModel,
     OutputModel,
     ProcController,
@@ -21,7 +23,6 @@ from procwindow.qt import (
     ProcRole,
     ProcTableStyle,
     ProcWindowModel,
-    SessionModel,
     StatsSampler,
     viewmodel,
 )
@@ -457,20 +458,19 @@ def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
 
 @pytest.fixture
 def main_window(sup: Supervisor) -> Iterator[tuple[MainWindowModel, list[tuple[str, str]]]]:
-    scope = ActiveScope()
-    sessions = SessionModel(sup)
-    sessions.addSession("web", ["api", "worker"])
-    overview = ProcModel(sup)
+    host = Host(sup, scopes={"web": ["api", "worker"]})
+    tree = HostTreeModel()
+    tree.addHost(host)
     opened: list[tuple[str, str]] = []
 
-    def open_window(session: str, agent: str) -> ProcWindowModel | None:
+    def open_window(on: Host, session: str, agent: str) -> ProcWindowModel | None:
+        assert on is host
         opened.append((session, agent))
         return None
 
-    model = MainWindowModel(sessions, scope, ProcController(sup), overview, open_window)
+    model = MainWindowModel(tree, open_window)
     yield model, opened
-    sessions.close()
-    overview.close()
+    host.close()
 
 
 def test_main_window_texts_and_the_overview(

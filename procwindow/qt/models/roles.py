@@ -229,6 +229,8 @@ class SessionRole(enum.IntEnum):
     RUNNING = enum.auto()
     TOTAL = enum.auto()
     LABEL = enum.auto()
+    HOST = enum.auto()
+    CONNECTED = enum.auto()
 
 
 SESSION_ROLE_NAMES: dict[int, QByteArray] = {
@@ -241,6 +243,8 @@ SESSION_ROLE_NAMES: dict[int, QByteArray] = {
     SessionRole.RUNNING: QByteArray(b"running"),
     SessionRole.TOTAL: QByteArray(b"total"),
     SessionRole.LABEL: QByteArray(b"label"),
+    SessionRole.HOST: QByteArray(b"host"),
+    SessionRole.CONNECTED: QByteArray(b"connected"),
 }
 
 #: Roles that change with a node's counts.

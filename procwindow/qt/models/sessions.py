@@ -128,6 +128,8 @@ class SessionModel(QAbstractItemModel):
                 return node.counts.running
             case SessionRole.TOTAL:
                 return node.counts.total
+            case SessionRole.CONNECTED:
+                return True  # a SessionModel on its own is its supervisor's, in process
             case _:
                 return empty_data(role)
 

@@ -171,6 +171,7 @@ ThemedWindow {
             anchors.fill: parent
             visible: root.viewModel.searchShown
             searchModel: root.viewModel.searchModel
+            where: root.viewModel.sessionModel.showsHosts ? root.viewModel.activeHost.label : ""
             onOpenLine: (procId, seq) => root.viewModel.openLine(procId, seq)
             onCloseRequested: { root.viewModel.searchShown = false; tree.forceActiveFocus() }
         }
@@ -277,6 +278,7 @@ ThemedWindow {
             text: qsTr("Processes…")
             iconName: "processes"
             shortcutText: "Ctrl+O"
+            enabled: root.viewModel.menuSession.length > 0
             onTriggered: root.viewModel.openProcesses(root.viewModel.menuSession, root.viewModel.menuAgent)
         }
         MenuEntry {
@@ -296,7 +298,16 @@ ThemedWindow {
             objectName: "terminateAllMenuItem"
             text: qsTr("Terminate all")
             iconName: "term"
-            onTriggered: root.viewModel.controller.termAll(root.viewModel.menuSession, root.viewModel.menuAgent)
+            enabled: root.viewModel.menuSession.length > 0
+            onTriggered: root.viewModel.terminateAll()
+        }
+        MenuEntry {
+            objectName: "detachMenuItem"
+            text: qsTr("Detach")
+            iconName: "dismiss"
+            visible: root.viewModel.menuDetachable
+            height: visible ? implicitHeight : 0
+            onTriggered: root.viewModel.detach()
         }
     }
 

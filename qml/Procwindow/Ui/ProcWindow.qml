@@ -26,7 +26,7 @@ ThemedWindow {
     // Every column of the table fits (a session's table has an Agent column too).
     minimumWidth: Math.max(720, table.minimumWidth)
     minimumHeight: 420
-    title: viewModel.procModel.title
+    title: viewModel.windowTitle
 
     // The window opens on the first process of its scope, streaming.
     Component.onCompleted: root.viewModel.settleSelection()

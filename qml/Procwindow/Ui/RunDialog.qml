@@ -17,7 +17,7 @@ Dialog {
     function submit() { dialog.form.submit(sessionField.text, agentField.text, commandField.text, cwdField.text) }
 
     objectName: "runDialog"
-    title: qsTr("Run a command")
+    title: dialog.form.where ? qsTr("Run a command on %1").arg(dialog.form.where) : qsTr("Run a command")
     modal: true
     focus: true
     // While the command starts, the dialog waits for the answer.
@@ -106,6 +106,7 @@ Dialog {
     }
     header: Label {
         text: dialog.title
+        elide: Text.ElideRight
         padding: 16
         bottomPadding: 4
         color: Theme.text

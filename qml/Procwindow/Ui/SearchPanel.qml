@@ -12,6 +12,8 @@ Rectangle {
     id: root
 
     required property SearchModel searchModel
+    // The supervisor searched, named when the window shows several ("" otherwise).
+    property string where: ""
 
     signal openLine(int procId, int seq)
     signal closeRequested()
@@ -46,7 +48,9 @@ Rectangle {
                         id: field
                         objectName: "searchField"
                         Layout.fillWidth: true
-                        placeholderText: qsTr("Search the output of every run, also past ones…")
+                        placeholderText: root.where.length > 0
+                                         ? qsTr("Search the output of every run on %1, also past ones…").arg(root.where)
+                                         : qsTr("Search the output of every run, also past ones…")
                         placeholderTextColor: Theme.textFaint
                         color: Theme.text
                         font.pixelSize: Theme.fontSize

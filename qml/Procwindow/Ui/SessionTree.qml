@@ -4,13 +4,14 @@ import QtQuick
 import QtQuick.Controls
 import Procwindow
 
-// Sessions and their agents. The current node is the active scope: `selection`
-// (a ScopeSelection) keeps the two together. The tree only emits what the person
-// did; the window owns the menu.
+// Sessions and their agents; when the window shows several supervisors, each is
+// a node of its own (kind "host") above its sessions. The current node is the
+// active scope: `selection` (a ScopeSelection) keeps the two together. The tree
+// only emits what the person did; the window owns the menu.
 FocusScope {
     id: tree
 
-    required property SessionModel sessionModel
+    required property HostTreeModel sessionModel
     required property ScopeSelection selection
     readonly property alias view: treeView
 
@@ -65,12 +66,21 @@ FocusScope {
             required property string agent
             required property int running
             required property int total
+            required property string host
+            required property bool connected
 
+            readonly property bool isHost: kind === "host"
             readonly property bool isSession: kind === "session"
+            // Several hosts may each have a session "web": names say whose.
+            readonly property string owner: tree.sessionModel.showsHosts ? host + "/" : ""
 
-            objectName: isSession ? "sessionNode-" + session : "agentNode-" + session + "-" + agent
+            objectName: isHost ? "hostNode-" + host
+                      : isSession ? "sessionNode-" + owner + session
+                      : "agentNode-" + owner + session + "-" + agent
             implicitWidth: treeView.width
-            implicitHeight: isSession ? 30 : 28
+            implicitHeight: isHost ? 32 : isSession ? 30 : 28
+            // A supervisor out of reach: its nodes are greyed until it is back.
+            opacity: connected ? 1.0 : 0.55
 
             // A click makes the node current (and so the active scope).
             function makeCurrent() { tree.forceActiveFocus(); tree.selection.setCurrentIndex(node.treeView.index(node.row, node.column), ItemSelectionModel.ClearAndSelect) }
@@ -118,30 +128,38 @@ FocusScope {
                         onTapped: node.treeView.toggleExpanded(node.row)
                     }
                 }
-                // Running indicator: green while something runs in this scope.
+                // Running indicator: green while something runs in this scope; a
+                // host's: a square, red while its link is down.
                 Rectangle {
                     anchors.verticalCenter: parent.verticalCenter
                     width: 7
                     height: 7
-                    radius: 3.5
-                    color: node.running > 0 ? Theme.success : "transparent"
-                    border.width: node.running > 0 ? 0 : 1
+                    radius: node.isHost ? 1.5 : 3.5
+                    color: !node.connected ? Theme.danger
+                         : node.running > 0 ? Theme.success : "transparent"
+                    border.width: node.running > 0 || !node.connected ? 0 : 1
                     border.color: Theme.textFaint
                 }
                 Text {
+                    id: nameText
                     anchors.verticalCenter: parent.verticalCenter
+                    // Elided before it reaches the counts on the right.
+                    width: Math.min(implicitWidth, node.width - 10 - node.depth * 18 - x - (countText.visible ? countText.width : 0) - 24)
                     text: node.name
+                    elide: Text.ElideRight
                     color: Theme.text
-                    font.pixelSize: Theme.fontSize
-                    font.weight: node.isSession ? Font.DemiBold : Font.Normal
+                    font.pixelSize: node.isHost ? Theme.fontSize + 1 : Theme.fontSize
+                    font.weight: node.isHost || node.isSession ? Font.DemiBold : Font.Normal
                 }
             }
             Text {
+                id: countText
+                objectName: node.isHost ? "hostState-" + node.host : ""
                 anchors.right: parent.right
                 anchors.rightMargin: 14
                 anchors.verticalCenter: parent.verticalCenter
-                visible: node.total > 0
-                text: node.running + "/" + node.total
+                visible: node.total > 0 || !node.connected
+                text: node.connected ? node.running + "/" + node.total : qsTr("disconnected")
                 color: node.running > 0 ? Theme.textDim : Theme.textFaint
                 font.family: Theme.monoFamily
                 font.pixelSize: Theme.smallFontSize

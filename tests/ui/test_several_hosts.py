@@ -1,0 +1,136 @@
+"""One main window over several supervisors (the real QML): this window's own
+and a `procwindow serve` it is attached to. Each is a node of the session tree;
+Processes…, Terminate all and Detach act on the supervisor the node belongs to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtQuick import QQuickWindow
+
+from procwindow._attach import Attachments
+from procwindow.app import proc_windows
+from procwindow.core import Supervisor
+from procwindow.qt import ProcModel
+from tests.control.conftest import Server, start_server, stop_server
+from tests.core.helpers import until
+
+from .conftest import MakeWorkspace, Run
+from .helpers import click, find_item, item, save_screenshot, settle
+
+SLEEP = ["sleep", "60"]
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Server]:
+    server = start_server(tmp_path)
+    try:
+        yield server
+    finally:
+        assert stop_server(server) == 0
+
+
+async def menu_action(main: QQuickWindow, node: str, action: str) -> None:
+    """Right-click ``node`` in the session tree and choose ``action`` in its menu."""
+    await click(main, await item(main, node), Qt.MouseButton.RightButton)
+    entry = await item(main, action)
+    await settle(0.3)
+    await click(main, entry)
+
+
+def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
+    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    reports: list[tuple[str, bool]] = []
+
+    async def scenario() -> None:
+        workspace = make_workspace(scopes={"web": ["api"]})
+        main = workspace.load()
+        attachments = Attachments(workspace, lambda m, e: reports.append((m, e)))
+        try:
+            mine = await sup.spawn(SLEEP, session="web", agent="api")
+            attachments.start([served.path, "ssh://"])  # the second is no URL at all
+            await until(lambda: len(attachments.remotes) == 1, what="the attached server")
+            (key,) = attachments.remotes
+            remote = attachments.remotes[key]
+            theirs = await remote.spawn(SLEEP, session="web", agent="api")
+            await until(lambda: any(e for _, e in reports), what="the bad target's report")
+            assert any(m.startswith("cannot attach ssh://: ") for m, e in reports if e)
+            assert ("Attached to test", False) in reports  # the socket's name
+
+            # Two hosts: each a node, its sessions below, named apart.
+            await item(main, "hostNode-local")
+            await item(main, f"hostNode-{key}")
+            await item(main, "sessionNode-local/web")
+            await item(main, f"agentNode-{key}/web-api")
+            await until(
+                lambda: find_item(main, f"hostState-{key}").property("text") == "1/1",
+                what="the server's counts on its node",
+            )
+
+            # Processes… on the server's agent: a ProcWindow on that supervisor.
+            await menu_action(main, f"agentNode-{key}/web-api", "processesMenuItem")
+            await until(lambda: len(proc_windows()) == 1, what="a ProcWindow")
+            window = proc_windows()[0]
+            assert window.title() == "Processes - web/api on test"
+            model = window.property("procModel")
+            assert isinstance(model, ProcModel)
+            await until(lambda: model.count == 1, what="the server's row")
+            assert model.procIdAt(0) == theirs.id
+            # The overview is that host's too.
+            overview = workspace.view_model.overviewModel
+            await until(lambda: overview.count == 1 and overview.procIdAt(0) == theirs.id)
+
+            # Terminate all on the server's session stops its process, not ours.
+            await menu_action(main, f"sessionNode-{key}/web", "terminateAllMenuItem")
+            await until(lambda: not remote.get(theirs.id).running, what="the server's term")
+            assert sup.get(mine.id).running
+
+            # Detach: the node goes, its ProcWindow closes, the server runs on.
+            await menu_action(main, f"hostNode-{key}", "detachMenuItem")
+            await until(lambda: not attachments.remotes, what="detached")
+            await until(lambda: not proc_windows(), what="its ProcWindow closed")
+            await until(lambda: find_item(main, f"hostNode-{key}") is None, what="its node gone")
+            await item(main, "sessionNode-web")  # one host again: the plain tree
+            assert served.proc.poll() is None
+        finally:
+            await attachments.close()
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("size", ["700x450", "1400x900"])
+def test_screenshots_of_several_hosts(
+    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run, size: str
+) -> None:
+    from .test_screenshots import SIZES, assert_not_blank, resize
+
+    async def scenario() -> None:
+        workspace = make_workspace(scopes={"webapp": ["builder", "server"], "docs": ["sphinx"]})
+        main = workspace.load()
+        resize(main, *SIZES[size])
+        attachments = Attachments(workspace, lambda m, e: None)
+        try:
+            await sup.spawn(SLEEP, session="webapp", agent="builder")
+            attachments.start([served.path])
+            await until(lambda: len(attachments.remotes) == 1, what="the attached server")
+            (key,) = attachments.remotes
+            remote = attachments.remotes[key]
+            for agent in ("compile", "test-suite-with-a-rather-long-name"):
+                await remote.spawn(SLEEP, session="ci-nightly", agent=agent)
+            await remote.spawn(["true"], session="ci-nightly", agent="lint")
+            await until(lambda: find_item(main, f"agentNode-{key}/ci-nightly-lint") is not None)
+            await click(main, await item(main, f"sessionNode-{key}/ci-nightly"))
+            overview = workspace.view_model.overviewModel
+            await until(lambda: overview.count == 3, what="the server's rows")
+            await settle(0.6)
+            path, image = save_screenshot(main, f"main-hosts-{size}")
+            assert_not_blank(path.name, image)
+            await remote.term_all()
+        finally:
+            await attachments.close()
+
+    run(scenario())
