@@ -321,7 +321,9 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             where = "" if agent else " across all agents"
             count = plural(self._host.overview_model.count, "process", "processes")
             summary = count + where + _HINT
-            if self._tree.shows_hosts:
+            if not host.connected:
+                summary = f"disconnected from {host.label}, reconnecting  ·  {summary}"
+            elif self._tree.shows_hosts:
                 summary = f"on {host.label}  ·  {summary}"
             texts = (f"{session} / {agent}" if agent else session, summary)
         if texts != self._overview_texts:

@@ -115,21 +115,34 @@ def test_one_host_is_a_plain_tree_and_several_are_nodes_of_their_own(
 
 
 def test_a_host_whose_link_drops_reads_disconnected(
-    sup: Supervisor, served: Server, qrun: QRun, qtbot: QtBot
+    sup: Supervisor, served: Server, qrun: QRun
 ) -> None:
     remote = qrun(RemoteSupervisor.connect(served.path))
     try:
-        local, other = Host(sup), remote_host(remote)
+        local, other = Host(sup), remote_host(remote, {"build": ["cc"]})
         tree = HostTreeModel()
         tree.addHost(local)
         tree.addHost(other)
-        node = tree.indexFor("", "", "test")
-        assert node.data(SessionRole.CONNECTED) is True
-        with qtbot.waitSignal(tree.dataChanged, timeout=10_000):
-            assert stop_server(served) == 0  # the server goes: the link drops
-        assert other.connected is False
-        assert tree.indexFor("", "", "test").data(SessionRole.CONNECTED) is False
+        told: list[QModelIndex] = []
+        tree.dataChanged.connect(
+            lambda top, bottom, roles: (
+                told.extend((top, bottom)) if SessionRole.CONNECTED in roles else None
+            )
+        )
+        cc = tree.indexFor("build", "cc", "test")
+        assert cc.data(SessionRole.CONNECTED) is True
+        main = MainWindowModel(tree, lambda *_: None)
+        main.treeSelection.setCurrentIndex(cc, QItemSelectionModel.SelectionFlag.ClearAndSelect)
+        assert main.overviewSummary.startswith("on test (serve)  ·  0 processes")
+        assert stop_server(served) == 0  # the server goes: the link drops
+        qrun(until(lambda: not other.connected, what="the link down"))
+        # Every node of that host reads it, and was told: they grey together.
+        for index in (tree.indexFor("", "", "test"), tree.indexFor("build", "", "test"), cc):
+            assert index.data(SessionRole.CONNECTED) is False
+            assert index in told
+        assert tree.indexFor("", "", "local").data(SessionRole.CONNECTED) is True
         assert "disconnected" in str(tree.indexFor("", "", "test").data(SessionRole.LABEL))
+        assert main.overviewSummary.startswith("disconnected from test (serve), reconnecting")
         for host in (local, other):
             host.close()
     finally:

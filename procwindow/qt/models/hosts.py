@@ -155,9 +155,7 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
             self._source_changed(branch, top, bottom, roles)
 
         def link_changed() -> None:
-            index = self._host_index(branch)
-            if index.isValid():
-                self.dataChanged.emit(index, index, [SessionRole.CONNECTED, *COUNT_ROLES])
+            self._link_changed(branch)
 
         branch.disconnect = connect_all(
             [
@@ -167,6 +165,29 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
                 (host.connectedChanged, link_changed),
             ]
         )
+
+    def _link_changed(self, branch: _Branch) -> None:
+        """Every node of ``branch`` reads its host's link again (they grey together)."""
+        roles = [SessionRole.CONNECTED, *COUNT_ROLES]
+        index = self._host_index(branch)
+        if index.isValid():
+            self.dataChanged.emit(index, index, roles)
+        model = branch.model
+        sessions = model.rowCount()
+        if sessions == 0:
+            return
+        first, last = model.index(0, 0), model.index(sessions - 1, 0)
+        self.dataChanged.emit(
+            self._from_source(branch, first), self._from_source(branch, last), roles
+        )
+        for row in range(sessions):
+            parent = model.index(row, 0)
+            agents = model.rowCount(parent)
+            if agents:
+                top, bottom = model.index(0, 0, parent), model.index(agents - 1, 0, parent)
+                self.dataChanged.emit(
+                    self._from_source(branch, top), self._from_source(branch, bottom), roles
+                )
 
     # -- mapping ------------------------------------------------------------------------
 
