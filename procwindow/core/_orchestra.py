@@ -14,14 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from ._agent import _probe as probe_once
 from ._agent import check_timeout
+from ._command_state import CommandState, commands_table, idx_rows
 from ._errors import (
     NoMatch,
     NotReady,
@@ -30,7 +29,6 @@ from ._errors import (
     SupervisorClosed,
 )
 from ._proc import Proc, format_cmd
-from ._text import escape_controls
 from ._types import EventKind, ExitInfo, ExitReason, Phase
 from ._workspace import (
     Command,
@@ -51,6 +49,7 @@ __all__ = [
     "command_state",
     "commands_table",
     "idx_rows",
+    "run_of",
 ]
 
 log = logging.getLogger("procwindow")
@@ -69,115 +68,6 @@ _ASKED = frozenset({ExitReason.TERMINATED, ExitReason.KILLED, ExitReason.ESCALAT
 def _ended(info: ExitInfo) -> str:
     sig = f", signal {info.signal}" if info.signal is not None else ""
     return f"exited with code {info.code} ({info.reason.value}{sig})"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandState:
-    """Where one command of a running workspace is (``WorkspaceRun.state``).
-
-    ``phase``: see :class:`Phase`. ``proc_id``: its latest proc (None before it
-    first starts); ``runs``: every proc it ran, oldest first, so a restart is
-    linked to the run before it. ``depends_on``: its dependencies;
-    ``waiting_for``: those not met yet (while ``waiting``). ``restarts``: how
-    often it was restarted; ``next_attempt_at`` (Unix seconds): when the next
-    restart is due (while ``restarting``). ``detail``: why, for people (the
-    dependency that failed, the exit that led to a restart, a liveness failure).
-    """
-
-    workspace: str
-    name: str
-    session: str
-    agent: str
-    tool: str
-    cmd: str
-    phase: Phase
-    proc_id: int | None
-    runs: tuple[int, ...]
-    depends_on: tuple[Dependency, ...]
-    waiting_for: tuple[Dependency, ...]
-    restarts: int
-    next_attempt_at: float | None
-    detail: str | None
-
-    def describe(self, now: float | None = None) -> str:
-        """A short status for a table: ``waiting for db (ready)``, ``restarting
-        in 4 s``, ``skipped: db never became ready: it exited with code 1
-        (failed)``… ``now``: the current time (Unix seconds), for the countdown.
-
-        >>> CommandState(
-        ...     "ws",
-        ...     "api",
-        ...     "s",
-        ...     "a",
-        ...     "shell",
-        ...     "api",
-        ...     Phase.WAITING,
-        ...     None,
-        ...     (),
-        ...     (),
-        ...     (Dependency("db", Condition.READY),),
-        ...     0,
-        ...     None,
-        ...     None,
-        ... ).describe()
-        'waiting for db (ready)'
-        """
-        match self.phase:
-            case Phase.WAITING:
-                if not self.waiting_for:
-                    return "waiting"
-                return "waiting for " + ", ".join(str(d) for d in self.waiting_for)
-            case Phase.RESTARTING:
-                at = self.next_attempt_at
-                left = 0.0 if at is None else at - (time.time() if now is None else now)
-                return f"restarting in {max(0, math.ceil(left))} s"
-            case Phase.SKIPPED | Phase.FAILED if self.detail:
-                return f"{self.phase.value}: {self.detail}"
-            case _:
-                return self.phase.value
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> CommandState:
-        """A state from its JSON (``to_json``); KeyError or ValueError if it is not one."""
-
-        def deps(pairs: Any) -> tuple[Dependency, ...]:
-            return tuple(Dependency(str(n), Condition(c)) for n, c in pairs)
-
-        return cls(
-            workspace=str(data["workspace"]),
-            name=str(data["name"]),
-            session=str(data["session"]),
-            agent=str(data["agent"]),
-            tool=str(data["tool"]),
-            cmd=str(data["cmd"]),
-            phase=Phase(data["phase"]),
-            proc_id=data["proc"],
-            runs=tuple(data["runs"]),
-            depends_on=deps(data["depends_on"]),
-            waiting_for=deps(data["waiting_for"]),
-            restarts=int(data["restarts"]),
-            next_attempt_at=data["next_attempt_at"],
-            detail=data["detail"],
-        )
-
-    def to_json(self) -> dict[str, object]:
-        """The state as JSON (the control protocol's command state)."""
-        return {
-            "workspace": self.workspace,
-            "name": self.name,
-            "session": self.session,
-            "agent": self.agent,
-            "tool": self.tool,
-            "cmd": self.cmd,
-            "phase": self.phase.value,
-            "proc": self.proc_id,
-            "runs": list(self.runs),
-            "depends_on": [[d.name, d.condition.value] for d in self.depends_on],
-            "waiting_for": [[d.name, d.condition.value] for d in self.waiting_for],
-            "restarts": self.restarts,
-            "next_attempt_at": self.next_attempt_at,
-            "detail": self.detail,
-        }
 
 
 class _About(NamedTuple):
@@ -201,6 +91,7 @@ class _Slot:
         "next_attempt_at",
         "phase",
         "proc",
+        "restart_asked",
         "restarts",
         "runs",
         "spec",
@@ -227,6 +118,7 @@ class _Slot:
         self.check_gave_up = False
         self.unhealthy = False
         self.last_exit: ExitInfo | None = None
+        self.restart_asked = False  # a person asked for a restart: the next exit is no stop
         self.task: asyncio.Task[None] | None = None
         self.first_step: asyncio.Future[None] | None = None
 
@@ -246,7 +138,9 @@ class WorkspaceRun:
 
     ``stop()`` stops it, dependents before what they depend on; the
     supervisor's ``close()`` does so too. ``cancel_restart(name)`` ends a crash
-    loop while it waits for its next attempt.
+    loop while it waits for its next attempt; ``restart(name)`` starts a
+    command again now, within the workspace (``Supervisor.restart`` of any of
+    its procs does it).
     """
 
     def __init__(self, workspace: Workspace, supervisor: Supervisor) -> None:
@@ -546,9 +440,17 @@ class WorkspaceRun:
 
     def _decide(self, slot: _Slot, info: ExitInfo | None) -> bool:
         """After a run ended (``info``; None: it could not start), whether to
-        start again: the policy, the stop's cause and the crash loop's length
-        decide. Sets the phase and, for a restart, its time."""
+        start again: a restart asked for, the policy, the stop's cause and the
+        crash loop's length decide. Sets the phase and, for a restart, its time."""
         spec = slot.spec
+        if slot.restart_asked:
+            slot.restart_asked = False
+            slot.last_exit = info
+            slot.streak = 0  # asked for: no crash, a new loop begins
+            slot.restarts += 1
+            slot.next_attempt_at = time.time()
+            self._set(slot, Phase.RESTARTING, detail="restarted on request")
+            return True
         if info is not None:
             slot.last_exit = info
             if info.reason in _ASKED and not slot.unhealthy:
@@ -577,6 +479,51 @@ class WorkspaceRun:
             slot, Phase.FAILED if failure else Phase.COMPLETED, detail=why if failure else None
         )
         return False
+
+    # -- restarting on request ---------------------------------------------------------
+
+    def owns(self, proc_id: int) -> str | None:
+        """The name of the command that ran ``proc_id`` (any of its runs), or None."""
+        slot = self._by_proc.get(proc_id)
+        return slot.name if slot is not None else None
+
+    async def restart(self, name: str) -> Proc:
+        """Start the command ``name`` again now, within the workspace, and
+        return its new proc: a running proc is terminated (with its grace) and
+        the next run starts at once; one waiting out its backoff starts now; a
+        command that had stopped, completed or failed starts again (once its
+        dependencies allow). Its restart policy, checks and dependents stay as
+        they were; the crash loop's count starts again. WorkspaceNotFound if
+        there is no such command; SupervisorClosed once the run has stopped.
+        """
+        slot = self._slots.get(name)
+        if slot is None:
+            raise WorkspaceNotFound("command", name, list(self._slots)[:10])
+        if self._stopped:
+            raise SupervisorClosed(f"workspace {self.name!r} is stopped")
+        before = slot.proc.id if slot.proc is not None else None
+        proc = slot.proc
+        driving = slot.task is not None and not slot.task.done()
+        if driving and proc is not None and proc.exit is None and slot.phase is not Phase.WAITING:
+            slot.restart_asked = True
+            with contextlib.suppress(ProcNotFound):
+                await self.supervisor.term(proc.id)
+        else:
+            if driving and slot.task is not None:  # waiting out a backoff, or its dependencies
+                slot.task.cancel()
+                await asyncio.gather(slot.task, return_exceptions=True)
+            slot.streak = 0
+            slot.restarts += 1 if before is not None else 0
+            slot.task = asyncio.get_running_loop().create_task(
+                self._drive(slot), name=f"workspace {self.name}: {slot.name}"
+            )
+        while slot.proc is None or slot.proc.id == before:
+            if self._stopped or (slot.task is not None and slot.task.done()):
+                raise ProcwindowError(
+                    f"{self.name}/{slot.name} did not start again: {slot.detail or slot.phase}"
+                )
+            await self._changed()
+        return slot.proc
 
     # -- stopping ----------------------------------------------------------------
 
@@ -728,6 +675,15 @@ class WorkspaceRun:
         await fut
 
 
+def run_of(supervisor: Supervisor, proc_id: int) -> tuple[WorkspaceRun, str] | None:
+    """The running workspace that ran ``proc_id``, and its command's name; or None."""
+    for run in supervisor.workspaces:
+        name = run.owns(proc_id)
+        if name is not None:
+            return run, name
+    return None
+
+
 def command_state(supervisor: Supervisor, proc_id: int) -> CommandState | None:
     """The workspace state of the command that ran ``proc_id`` on ``supervisor``
     (any of its runs), or None if no running workspace ran it.
@@ -741,56 +697,3 @@ def command_state(supervisor: Supervisor, proc_id: int) -> CommandState | None:
         if state is not None:
             return state
     return None
-
-
-def _in_scope(state: CommandState, session: str | None, agent: str | None) -> bool:
-    return (session is None or state.session == session) and (agent is None or state.agent == agent)
-
-
-def idx_rows(
-    states: Iterable[CommandState], session: str | None = None, agent: str | None = None
-) -> str:
-    """Index rows (``idx``'s columns) for the commands of a scope that have no
-    proc yet: pid ``-``, status ``waiting`` or ``skipped`` (or another phase of
-    a command that never started), exit code ``-1``, start ``-``, runtime 0.0."""
-    rows = []
-    for st in states:
-        if st.proc_id is None and _in_scope(st, session, agent):
-            rows.append(
-                f"-\t{st.phase.value}\t-1\t{escape_controls(st.tool)}\t{escape_controls(st.cmd)}"
-                "\t-\t0.0\n"
-            )
-    return "".join(rows)
-
-
-def commands_table(
-    states: Sequence[CommandState],
-    now: float | None = None,
-    session: str | None = None,
-    agent: str | None = None,
-) -> str:
-    """A table of workspace commands for people: workspace/name, scope, state,
-    restarts, latest proc, dependencies. Empty when there is none."""
-    now = time.time() if now is None else now
-    head = ("COMMAND", "SCOPE", "STATE", "RESTARTS", "PROC", "DEPENDS ON")
-    rows = [head]
-    for st in states:
-        if not _in_scope(st, session, agent):
-            continue
-        rows.append(
-            (
-                escape_controls(f"{st.workspace}/{st.name}"),
-                escape_controls(f"{st.session}/{st.agent}"),
-                escape_controls(st.describe(now)),
-                str(st.restarts),
-                str(st.proc_id) if st.proc_id is not None else "-",
-                escape_controls(", ".join(str(d) for d in st.depends_on)) or "-",
-            )
-        )
-    if len(rows) == 1:
-        return ""
-    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
-    return "".join(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
-        for r in rows
-    )

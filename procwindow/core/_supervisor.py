@@ -35,6 +35,7 @@ from ._errors import (
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._linux import require_linux
+from ._orchestra import run_of
 from ._output import OutputStore, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
@@ -522,8 +523,14 @@ class Supervisor:
 
     async def restart(self, proc_id: int) -> Proc:
         """Start the same command again (argv, scope, tool, cwd, env and the
-        spawn's options), as a new proc (new id)."""
+        spawn's options), as a new proc (new id). A proc of a running
+        workspace's command is restarted within the workspace
+        (``WorkspaceRun.restart``): its policy and checks go on."""
         p = self.get(proc_id)
+        owner = run_of(self, proc_id)
+        if owner is not None:
+            run, name = owner
+            return await run.restart(name)
         o = p.options
         return await self.spawn(
             p.argv,

@@ -587,3 +587,73 @@ def test_one_workspace_of_a_name_per_supervisor(run, tmp_path):
             assert again.state("a").proc_id != first.state("a").proc_id
 
     run(main())
+
+
+# -- restarting on request -----------------------------------------------------------
+
+
+def test_a_restart_on_request_stays_within_the_workspace(run, tmp_path):
+    """``Supervisor.restart`` of a workspace command's proc (the window's ⟳, ``ctl
+    restart``) restarts the command in its workspace: a new run at once, the policy
+    and the crash loop going on from there; also from stopped, and out of a backoff."""
+    ws = Workspace(
+        [
+            Command("s", "svc", ("sleep", "60"), name="svc", restart="on-failure"),
+            Command(
+                "s",
+                "crash",
+                tuple(py("import sys; sys.exit(3)")),
+                name="crash",
+                restart="always",
+                backoff=Backoff(initial=60, cap=60),
+            ),
+            Command("s", "web", ("sleep", "60"), name="web", depends_on=["svc"]),
+        ]
+    )
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            started = await ws.start(sup)
+            sub = sup.subscribe("session.*.agent.*.proc.phase")
+            first = started.state("svc").proc_id
+            web = started.state("web").proc_id
+
+            # Running: terminated, and the next run starts at once, in the workspace.
+            second = await sup.restart(first)
+            assert second.id != first
+            assert sup.get(first).exit.reason is ExitReason.TERMINATED
+            state = started.state("svc")
+            assert state.runs == (first, second.id) and state.proc_id == second.id
+            assert state.phase is Phase.RUNNING and state.restarts == 1
+            assert command_state(sup, first) == state  # the old run still names it
+            assert phases(drain(sub), "svc") == [Phase.RESTARTING, Phase.STARTING, Phase.RUNNING]
+            assert started.state("web").proc_id == web  # its dependent was left alone
+            assert sup.get(web).running
+
+            # Stopped by a person: a restart starts it again.
+            await sup.term(second.id)
+            await until(lambda: started.state("svc").phase is Phase.STOPPED, 10)
+            third = await sup.restart(second.id)
+            assert started.state("svc").runs == (first, second.id, third.id)
+            assert started.state("svc").phase is Phase.RUNNING
+
+            # Waiting out a 60 s backoff: a restart starts it now.
+            await until(lambda: started.state("crash").phase is Phase.RESTARTING, 10)
+            waited = started.state("crash")
+            began = time.monotonic()
+            again = await started.restart("crash")
+            assert time.monotonic() - began < 10
+            assert again.id != waited.proc_id
+            assert started.state("crash").runs[-1] == again.id
+            # Its policy goes on: the new run crashes, and waits out its backoff again.
+            await until(
+                lambda: (
+                    started.state("crash").phase is Phase.RESTARTING
+                    and started.state("crash").restarts == waited.restarts + 2
+                ),
+                10,
+            )
+            with pytest.raises(WorkspaceNotFound):
+                await started.restart("nope")
+
+    run(main())
