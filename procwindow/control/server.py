@@ -2,7 +2,8 @@
 
 This module owns the socket file and its lock, and accepts the clients;
 ``_conn`` reads each client's requests and writes its replies within its
-limits, ``_handlers`` answers the requests, ``_replies`` encodes the answers.
+limits, ``_handlers`` answers the requests (its verb families in
+``_handlers_*``), ``_replies`` encodes the answers.
 """
 
 from __future__ import annotations

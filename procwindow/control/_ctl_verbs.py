@@ -1,0 +1,316 @@
+"""The verbs of ``procwindow ctl``: one function a verb, which asks the server
+through a :class:`~procwindow.control.client.Client` and prints its answer
+(with :mod:`._ctl_format`); ``_VERBS`` maps a verb's name to it.
+
+Apart from the command line (:mod:`._ctl_args`) and from :mod:`.ctl`, which
+checks the arguments, finds the server and turns every failure into an exit
+status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import codecs
+import json
+import os
+import sys
+from typing import Any
+
+from ..core import ScopeCounts
+from ..core._text import escape_controls
+from ._ctl_args import EXIT_SERVER, _usage
+from ._ctl_format import (
+    _count_line,
+    _describe_exit,
+    _emit,
+    _Gaps,
+    _print_lines,
+    _states_text,
+    history_table,
+)
+from .client import Client
+
+#: Text sent per ``write`` request: well under the request limit however it is escaped.
+_WRITE_CHUNK = 128 * 1024
+
+
+def _table(client: Client, args: argparse.Namespace) -> int:
+    scope = {"session": args.session, "agent": args.agent}
+    text = client.call(args.verb, **scope)["text"]
+    if args.json:
+        return _emit(args, client.call("procs", **scope), "")
+    return _emit(args, None, text)
+
+
+def _out(client: Client, args: argparse.Namespace) -> int:
+    fields = {"proc": args.proc, "since": args.since, "stream": args.stream}
+    if args.partial:
+        fields["partial"] = True
+    gaps = _Gaps()
+    if not args.follow:
+        batch = client.call("out", **fields)
+        _print_lines(args, batch, gaps)
+        gaps.finish(args, batch)
+        return 0
+    batch = {}
+    for message in client.stream("out", follow=True, **fields):
+        if "result" in message:
+            gaps.finish(args, batch)
+            if args.json:
+                print(json.dumps({"end": message["result"]}), flush=True)
+            return 0
+        if "partial" in message:
+            _print_lines(args, {"lines": [message["partial"]]}, gaps)
+            continue
+        batch = message
+        _print_lines(args, batch, gaps)
+    return 0
+
+
+def _stop(client: Client, args: argparse.Namespace) -> int:
+    info = client.call(args.verb, proc=args.proc)
+    return _emit(args, info, _describe_exit(args.proc, info))
+
+
+def _interrupt(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("interrupt", proc=args.proc)
+    text = (
+        f"{args.proc}: SIGINT sent\n" if result["delivered"] else f"{args.proc}: already exited\n"
+    )
+    return _emit(args, result, text)
+
+
+def _dismiss(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("dismiss", proc=args.proc)
+    return _emit(args, result, f"{args.proc}: dismissed\n")
+
+
+def _forget(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("forget", proc=args.proc)
+    return _emit(args, result, f"{args.proc}: forgotten\n")
+
+
+def _restart(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("restart", proc=args.proc)
+    return _emit(args, result, f"{result['id']}\n")
+
+
+def _run(client: Client, args: argparse.Namespace) -> int:
+    env: dict[str, str] = {}
+    for item in args.env:
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            return _usage(f"--env wants NAME=VALUE, got {item!r}")
+        env[name] = value
+    result = client.call(
+        "run",
+        session=args.session,
+        agent=args.agent,
+        tool=args.tool,
+        cwd=os.path.abspath(args.cwd) if args.cwd else None,
+        env=env or None,
+        argv=None if args.shell else list(args.command),
+        shell=args.shell,
+        graceful_timeout=args.graceful_timeout,
+        timeout=args.timeout,
+        merge_stderr=args.merge_stderr or None,
+        stdin=args.stdin or None,
+        ready=args.ready,
+        reuse=args.reuse or None,
+    )
+    return _emit(args, result, f"{result['id']}\n")
+
+
+def _wait_for(client: Client, args: argparse.Namespace) -> int:
+    result = client.call(
+        "wait_for",
+        proc=args.proc,
+        pattern=args.pattern,
+        regex=False if args.fixed else None,
+        stream=args.stream,
+        since=args.since,
+        timeout=args.timeout,
+    )
+    return _emit(args, result, result["line"]["text"] + "\n")
+
+
+def _ready(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("ready", proc=args.proc, timeout=args.timeout)
+    return _emit(args, result, f"{args.proc}: ready\n")
+
+
+def _excerpt(client: Client, args: argparse.Namespace) -> int:
+    result = client.call(
+        "excerpt",
+        proc=args.proc,
+        head=args.head,
+        tail=args.tail,
+        max_bytes=args.max_bytes,
+        since=args.since,
+    )
+    return _emit(args, result, result["text"])
+
+
+def _write(client: Client, args: argparse.Namespace) -> int:
+    written = 0
+    closed = None
+    pieces = _write_pieces(args)
+    piece = next(pieces, "")
+    while True:
+        after = next(pieces, None)
+        last = after is None
+        result = client.call(
+            "write", proc=args.proc, data=piece, close=True if last and args.close else None
+        )
+        written += result["written"]
+        if last:
+            closed = result.get("closed")
+            break
+        piece = after
+    text = f"{args.proc}: {written} bytes written" + (", stdin closed" if args.close else "")
+    summary: dict[str, Any] = {"written": written}
+    if closed is not None:
+        summary["closed"] = closed
+    return _emit(args, summary, text + "\n")
+
+
+def _write_pieces(args: argparse.Namespace) -> Any:
+    """What ``write`` sends, in pieces that each fit in a request: DATA (and a
+    newline unless -n), or ctl's stdin read to its end (UTF-8, checked)."""
+    if args.data is not None:
+        data = args.data if args.no_newline else args.data + "\n"
+        for start in range(0, len(data), _WRITE_CHUNK):
+            yield data[start : start + _WRITE_CHUNK]
+        return
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    while True:
+        chunk = sys.stdin.buffer.read(_WRITE_CHUNK)
+        try:
+            text = decoder.decode(chunk, final=not chunk)
+        except UnicodeDecodeError as exc:
+            raise _NotText(f"write: stdin is not UTF-8 text ({exc.reason})") from None
+        if text:
+            yield text
+        if not chunk:
+            return
+
+
+class _NotText(Exception):
+    """ctl write's input cannot be sent as text."""
+
+
+def _events(client: Client, args: argparse.Namespace) -> int:
+    for message in client.stream("events", pattern=args.pattern, proc=args.proc):
+        if "result" in message:
+            continue  # the subscription's acknowledgement
+        ev = message["event"]
+        if args.json:
+            print(json.dumps(ev, ensure_ascii=False), flush=True)
+            continue
+        skip = {"topic", "kind", "session", "agent", "time"}
+        fields = " ".join(
+            f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in ev.items() if k not in skip
+        )
+        print(f"{ev['topic']} {fields}", flush=True)
+    return 0
+
+
+def _sessions(client: Client, args: argparse.Namespace) -> int:
+    tree = client.call("sessions")
+    lines = []
+    for session in tree:
+        agents = {a["agent"]: ScopeCounts(a["running"], a["total"]) for a in session["agents"]}
+        lines.append(_count_line(session["session"], sum(agents.values(), ScopeCounts())))
+        lines += [_count_line(f"  {agent}", counts) for agent, counts in agents.items()]
+    return _emit(args, tree, "".join(lines))
+
+
+def _history(client: Client, args: argparse.Namespace) -> int:
+    procs = client.call(
+        "history",
+        session=args.session,
+        agent=args.agent,
+        tool=args.tool,
+        reason=args.reason,
+        since=args.since,
+        limit=args.limit,
+    )
+    return _emit(args, procs, history_table(procs))
+
+
+def _search(client: Client, args: argparse.Namespace) -> int:
+    found = 0
+    messages = client.stream(
+        "search",
+        pattern=args.pattern,
+        regex=args.regex or None,
+        case_sensitive=args.case_sensitive or None,
+        session=args.session,
+        agent=args.agent,
+        proc=args.proc,
+        since=args.since,
+        limit=args.limit,
+    )
+    for message in messages:
+        if "result" in message:
+            if args.json:
+                print(json.dumps({"end": message["result"]}), flush=True)
+            break
+        hit = message["hit"]
+        found += 1
+        if args.json:
+            print(json.dumps(hit, ensure_ascii=False), flush=True)
+        else:
+            print(f"{hit['proc']}:{hit['seq']}: {hit['text']}", flush=True)
+    return 0 if found else EXIT_SERVER
+
+
+def _up(client: Client, args: argparse.Namespace) -> int:
+    # The server reads the file: give it the path as this shell means it.
+    run = client.call("up", path=os.path.abspath(args.file))
+    return _emit(args, run, _states_text([run]))
+
+
+def _down(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("down", workspace=args.workspace, commands=args.commands or None)
+    if not args.json and not result["workspaces"]:
+        print("procwindow ctl: down: no workspace is up", file=sys.stderr)
+    names: dict[str, list[str]] = {}
+    for workspace, command in result["stopped"]:
+        names.setdefault(workspace, []).append(command)
+    lines = []
+    for ws in result["workspaces"]:
+        stopped = ", ".join(names.get(ws, [])) or "nothing"
+        lines.append(f"{escape_controls(ws)}: stopped {escape_controls(stopped)}\n")
+    text = "".join(lines)
+    return _emit(args, result, text)
+
+
+def _workspaces(client: Client, args: argparse.Namespace) -> int:
+    runs = client.call("workspaces")
+    return _emit(args, runs, _states_text(runs))
+
+
+_VERBS = {
+    "top": _table,
+    "idx": _table,
+    "out": _out,
+    "term": _stop,
+    "kill": _stop,
+    "interrupt": _interrupt,
+    "dismiss": _dismiss,
+    "forget": _forget,
+    "restart": _restart,
+    "run": _run,
+    "events": _events,
+    "sessions": _sessions,
+    "history": _history,
+    "search": _search,
+    "wait-for": _wait_for,
+    "ready": _ready,
+    "excerpt": _excerpt,
+    "write": _write,
+    "up": _up,
+    "down": _down,
+    "workspaces": _workspaces,
+}

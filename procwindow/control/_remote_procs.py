@@ -1,0 +1,140 @@
+"""RemoteProc: a proc of a remote supervisor, as RemoteSupervisor's mirror holds it.
+
+Apart from the supervisor because it is a record updated in place: it reads the
+protocol's proc records (``procs``, ``history``) and knows nothing of the link
+or of the events that change it (:mod:`._remote_sync` applies those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..core import DEFAULT_TOOL, ExitInfo, ExitReason, Proc, ProcState
+from ..core._proc import SpawnOptions
+
+__all__ = ["RemoteProc"]
+
+
+def _exit_of(data: Any) -> ExitInfo | None:
+    if not isinstance(data, Mapping):
+        return None
+    return ExitInfo(
+        int(data["code"]),
+        data.get("signal"),
+        ExitReason(data["reason"]),
+        float(data.get("runtime") or 0.0),
+    )
+
+
+class RemoteProc(Proc):
+    """A proc of a remote supervisor, as its mirror has it: a :class:`Proc`.
+
+    Updated in place by the events, like an in-process Proc. ``disconnected``
+    is true while the link to its supervisor is down (its state is then the
+    last one known). ``env``, ``graceful_timeout`` and ``options.ready`` are
+    not sent by the server (None); ``output_bytes`` and ``held_bytes`` are 0.
+    """
+
+    __slots__ = ("_cut_bytes", "_cut_lines", "_disconnected", "_last", "_log_err", "_on")
+
+    def __init__(self, record: Mapping[str, Any], now_mono: float) -> None:
+        super().__init__(
+            proc_id=int(record["id"]),
+            os_pid=int(record.get("os_pid") or 0),
+            argv=tuple(record.get("argv") or ()),
+            session=str(record["session"]),
+            agent=str(record["agent"]),
+            tool=str(record.get("tool") or DEFAULT_TOOL),
+            cwd=record.get("cwd"),
+            env=None,
+            started_at=float(record.get("started_at") or 0.0),
+            started_mono=now_mono,
+            options=SpawnOptions(
+                timeout=record.get("timeout"),
+                merge_stderr=bool(record.get("merge_stderr")),
+                stdin=bool(record.get("stdin")),
+            ),
+        )
+        self._disconnected = False
+        self._last = 0
+        self._on = True
+        self._log_err: str | None = None
+        self._cut_lines = 0
+        self._cut_bytes = 0
+        self._take(record, now_mono)
+
+    def _take(self, record: Mapping[str, Any], now_mono: float) -> None:
+        """The state of a ``procs`` or ``history`` record."""
+        exit_ = _exit_of(record.get("exit"))
+        runtime = exit_.runtime if exit_ is not None else float(record.get("runtime") or 0.0)
+        self._started_mono = now_mono - runtime
+        self._exit = exit_
+        self._state = ProcState(record.get("state", "running"))
+        if exit_ is not None:
+            self._state = ProcState.EXITED
+            self._ended_mono = now_mono
+            self._ended_at = record.get("ended_at")
+        else:
+            self._ended_mono = self._ended_at = None
+        self._ready = bool(record.get("ready", True))
+        self._on = bool(record.get("live", True))
+        self._log_err = record.get("log_error")
+        self._cut_lines = int(record.get("cut_lines") or 0)
+        self._cut_bytes = int(record.get("cut_bytes") or 0)
+        last = record.get("last_seq")
+        if isinstance(last, int):
+            self._last = max(self._last, last)
+
+    def _as_started(self) -> None:
+        """Back to the state of its start event (its record may be newer)."""
+        self._state, self._exit = ProcState.RUNNING, None
+        self._ended_mono = self._ended_at = None
+
+    def _exited(self, info: ExitInfo, at: float | None) -> None:
+        self._exit = info
+        self._state = ProcState.EXITED
+        self._ended_mono = self._started_mono + info.runtime
+        self._ended_at = at
+
+    @property
+    def disconnected(self) -> bool:
+        """True while the link to its supervisor is down (the state shown is the last known)."""
+        return self._disconnected
+
+    @property
+    def live(self) -> bool:
+        return self._on
+
+    @property
+    def last_seq(self) -> int:
+        return self._last
+
+    @property
+    def log_error(self) -> str | None:
+        return self._log_err
+
+    @property
+    def cut_lines(self) -> int:
+        return self._cut_lines
+
+    @property
+    def cut_bytes(self) -> int:
+        return self._cut_bytes
+
+    @property
+    def output_open(self) -> bool:
+        return self.running
+
+    @property
+    def output_bytes(self) -> int:
+        return 0
+
+    @property
+    def held_bytes(self) -> int:
+        return 0
+
+    def __repr__(self) -> str:
+        extra = f" code={self._exit.code}" if self._exit else ""
+        link = " disconnected" if self._disconnected else ""
+        return f"<RemoteProc {self._id} {self._tool} {self._state} pid={self._os_pid}{extra}{link}>"
