@@ -18,7 +18,7 @@ import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core import (
     CommandNotFound,
@@ -45,6 +45,9 @@ from ._remote_lines import _Mirror
 from ._remote_procs import RemoteProc
 from .aclient import AsyncClient
 from .client import ServerError
+
+if TYPE_CHECKING:
+    from ._remote_workspaces import RemoteWorkspaceRun
 
 log = logging.getLogger("procwindow.remote")
 
@@ -158,6 +161,7 @@ class _Calls:
         self._generation = 0
         self._last_error: str | None = None
         self._history_on = False
+        self._workspace_runs: list[RemoteWorkspaceRun] = []
         self._history: dict[tuple[Any, ...], tuple[float, list[int]]] = {}
         self._stats: dict[int, ProcStats] = {}
         self._stats_wanted: set[int] = set()

@@ -32,6 +32,7 @@ from ._protocol import HistoryUnavailable
 from ._remote_calls import _Calls
 from ._remote_lines import _STREAMS, _Deferred, _line, _Mirror, _Subject
 from ._remote_procs import RemoteProc
+from ._remote_workspaces import runs_from_json
 from .aclient import AsyncClient
 from .client import ServerError
 
@@ -113,6 +114,7 @@ class _MirrorSync(_Calls):
             except HistoryUnavailable:
                 self._history_on = False
             self._apply_snapshot(records)
+            await self._refresh_workspaces()
         except BaseException as exc:
             if stream is not None:
                 await stream.aclose()
@@ -215,6 +217,9 @@ class _MirrorSync(_Calls):
                 self._on_dismiss(pid, at)
             case EventKind.OUTPUT | EventKind.PARTIAL:
                 self._on_output(subject, kind, at, fields)
+            case EventKind.PHASE:
+                await self._on_phase(pid, fields)
+                self._publish(subject, kind, at, **fields)
             case _:
                 self._publish(subject, kind, at, **fields)
         if d.get("missed"):
@@ -322,9 +327,41 @@ class _MirrorSync(_Calls):
         while len(self._past) > _PAST_PROCS:
             self._past.popitem(last=False)
 
+    # -- workspaces ---------------------------------------------------------------------
+
+    async def _refresh_workspaces(self) -> None:
+        """Take the server's running workspaces whole (an older server has none)."""
+        try:
+            self._workspace_runs = runs_from_json(await self._call("workspaces"))
+        except ServerError as exc:
+            if exc.code != "unknown-op":
+                raise
+            self._workspace_runs = []
+        except ValueError as exc:
+            log.warning("%s: cannot read its workspaces: %s", self.where, exc)
+            self._workspace_runs = []
+
+    async def _on_phase(self, pid: int, fields: dict[str, Any]) -> None:
+        """A command's phase changed: its mirrored state follows, before the event
+        is published (a workspace not seen yet is fetched first)."""
+        name = fields.get("workspace")
+        run = next((r for r in self._workspace_runs if r.name == name), None)
+        if run is None or not run.apply(pid, fields):
+            await self._refresh_workspaces()
+            return
+        if run.settled:  # perhaps stopped whole: the server's list says
+            self._spawn_task(self._refresh_quietly(), "procwindow remote workspaces")
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self._refresh_workspaces()
+        except (ServerError, Disconnected, SupervisorClosed):
+            pass  # the next link's snapshot takes them again
+
     async def _resync(self) -> None:
         """Events were lost: take a snapshot and apply the difference."""
         self._apply_snapshot(await self._call("procs"))
+        await self._refresh_workspaces()
         for m in self._mirrors.values():
             m.news = True
             self._pull(m)

@@ -56,7 +56,7 @@ import logging
 import os
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core import (
     DEFAULT_TOOL,
@@ -214,9 +214,12 @@ class RemoteSupervisor(_MirrorSync):
 
     @property
     def workspaces(self) -> list[WorkspaceRun]:
-        """Empty: a server's workspace runs stay there (their commands' procs show
-        here as any others; their phases are not mirrored yet)."""
-        return []
+        """The workspaces running on the server, mirrored: each answers
+        ``name``, ``states()``, ``state(name)`` and ``state_of(proc_id)`` as a
+        WorkspaceRun does, kept current by the server's ``phase`` events
+        (:class:`~procwindow.control._remote_workspaces.RemoteWorkspaceRun`;
+        starting and stopping them is the server's: ``ctl up``/``down``)."""
+        return cast("list[WorkspaceRun]", list(self._workspace_runs))
 
     def get(self, proc_id: int) -> Proc:
         """The proc with this id: live, dismissed, or listed by ``history``."""
