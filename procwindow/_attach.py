@@ -24,7 +24,11 @@ from procwindow.core import ProcwindowError, Supervisor
 if TYPE_CHECKING:
     from procwindow.app import Workspace
 
-__all__ = ["Attached", "Attachments", "connect"]
+__all__ = ["AlreadyShown", "Attached", "Attachments", "connect"]
+
+
+class AlreadyShown(ProcwindowError):
+    """The window shows that server already."""
 
 
 @dataclass(frozen=True)
@@ -76,19 +80,20 @@ class Attachments:
         self._remotes: dict[str, RemoteSupervisor] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         workspace.detachRequested.connect(self._on_detach)
+        workspace.view_model.attach_form.set_attacher(self.attach)
 
     @property
     def remotes(self) -> dict[str, RemoteSupervisor]:
         """The supervisors shown, by key."""
         return dict(self._remotes)
 
-    async def show(self, attached: Attached) -> None:
-        """Show a server reached already (its link is this object's to close)."""
+    async def show(self, attached: Attached) -> str:
+        """Show a server reached already (its link is this object's to close);
+        return its label. AlreadyShown (its link closed) if it is shown."""
         key = attached.key
         if key in self._remotes or self._workspace.tree_model.host(key) is not None:
             await attached.remote.close()
-            self._report(f"{attached.label} is shown already", True)
-            return
+            raise AlreadyShown(f"{attached.label} is shown already")
         self._remotes[key] = attached.remote
         try:
             scopes = await attached.scopes()
@@ -97,6 +102,15 @@ class Attachments:
         sup = cast(Supervisor, attached.remote)  # the qt layer takes any SupervisorAPI
         self._workspace.add_host(sup, key, attached.label, scopes=scopes)
         self._report(f"Attached to {attached.label}", False)
+        return attached.label
+
+    async def attach(self, target: str) -> str:
+        """Reach ``target`` and show it; its label. LinkError or AlreadyShown
+        (one line each) when that cannot be (the Attach dialog shows it)."""
+        attached = await connect(
+            target, ssh_command=self._ssh_command, remote_procwindow=self._remote_procwindow
+        )
+        return await self.show(attached)
 
     def start(self, targets: Sequence[str]) -> None:
         """Reach each of ``targets`` in the background; show each that answers."""
@@ -109,13 +123,11 @@ class Attachments:
 
     async def _attach(self, target: str) -> None:
         try:
-            attached = await connect(
-                target, ssh_command=self._ssh_command, remote_procwindow=self._remote_procwindow
-            )
+            await self.attach(target)
         except LinkError as exc:
             self._report(f"cannot attach {target}: {exc}", True)
-            return
-        await self.show(attached)
+        except AlreadyShown as exc:
+            self._report(str(exc), True)
 
     def _on_detach(self, key: str) -> None:
         task = asyncio.get_running_loop().create_task(self.detach(key), name="procwindow detach")
@@ -134,6 +146,7 @@ class Attachments:
 
     async def close(self) -> None:
         """Stop reaching, and close every link (the window is going away)."""
+        self._workspace.view_model.attach_form.set_attacher(None)
         for task in list(self._tasks):
             task.cancel()
         if self._tasks:

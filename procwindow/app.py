@@ -42,7 +42,7 @@ from PySide6.QtQuick import QQuickWindow
 from PySide6.QtWidgets import QApplication
 
 from procwindow import cli
-from procwindow._attach import Attached, Attachments, connect
+from procwindow._attach import AlreadyShown, Attached, Attachments, connect
 from procwindow._paths import resources_dir
 from procwindow.control import (
     DEFAULT_SERVER_NAME,
@@ -359,7 +359,10 @@ async def _attach(
                 workspace.load()
                 gc.freeze()
                 for attached in others:
-                    await attachments.show(attached)
+                    try:
+                        await attachments.show(attached)
+                    except AlreadyShown as exc:  # listed twice
+                        print(f"{cli.PROG}: {exc}", file=sys.stderr, flush=True)
                 await quit_now.wait()
             finally:
                 await attachments.close()

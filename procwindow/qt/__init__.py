@@ -10,6 +10,7 @@ work on the asyncio loop, which must be qasync's ``QEventLoop``.
 from __future__ import annotations
 
 from ._support import default_supervisor, format_bytes, set_default_supervisor
+from .attachform import AttachForm
 from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
 from .hosts import Host
 from .main_viewmodel import MainWindowModel, ScopeSelection
@@ -37,6 +38,7 @@ __all__ = [
     "QML_IMPORT_MINOR_VERSION",
     "QML_IMPORT_NAME",
     "ActiveScope",
+    "AttachForm",
     "HistoryModel",
     "Host",
     "HostTreeModel",

@@ -18,6 +18,7 @@ from PySide6.QtQml import QmlElement, QmlUncreatable
 from procwindow.core import ProcwindowError
 
 from ._support import Later, connect_all, plural, set_stored, stored_property
+from .attachform import AttachForm
 from .controller import ActiveScope, ProcController
 from .hosts import Host
 from .models import HostTreeModel, ProcModel, SearchModel
@@ -140,6 +141,7 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._overview_texts = ("", "")
         self._menu: tuple[Host, str, str] = (self._host, "", "")
         self._run_form = RunForm(self._host.controller, self)
+        self._attach_form = AttachForm(self)
         self._search_shown = False
         self._status_timer = QTimer(self)
         self._status_timer.setSingleShot(True)
@@ -420,6 +422,22 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     runForm = Property(RunForm, _get_run_form, constant=True)
     """The Run dialog's form (its scope, its errors, the spawn)."""
+
+    def _get_attach_form(self) -> AttachForm:
+        return self._attach_form
+
+    attachForm = Property(AttachForm, _get_attach_form, constant=True)
+    """The Attach dialog's form (``available`` once the application can attach)."""
+
+    @property
+    def attach_form(self) -> AttachForm:
+        """``attachForm``, typed for Python (the application gives it its attacher)."""
+        return self._attach_form
+
+    @Slot()
+    def requestAttach(self) -> None:
+        """Open the Attach dialog (when the application can attach)."""
+        self._attach_form.open()
 
     @Slot()
     def quit(self) -> None:

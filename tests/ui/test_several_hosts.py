@@ -19,7 +19,7 @@ from tests.control.conftest import Server, start_server, stop_server
 from tests.core.helpers import until
 
 from .conftest import MakeWorkspace, Run
-from .helpers import click, find_item, item, save_screenshot, settle
+from .helpers import click, find_item, item, key, save_screenshot, settle, type_text
 
 SLEEP = ["sleep", "60"]
 
@@ -132,5 +132,69 @@ def test_screenshots_of_several_hosts(
             await remote.term_all()
         finally:
             await attachments.close()
+
+    run(scenario())
+
+
+def test_the_attach_dialog_reaches_a_server_or_says_why_not(
+    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
+) -> None:
+    async def scenario() -> None:
+        workspace = make_workspace(scopes={"web": ["api"]})
+        main = workspace.load()
+        form = workspace.view_model.attach_form
+        # Without the application's attacher, the window offers no Attach….
+        assert not form.available
+        hidden = find_item(main, "attachButton")
+        assert hidden is None or not hidden.isVisible()
+        attachments = Attachments(workspace, lambda m, e: None)
+        try:
+            button = await item(main, "attachButton")
+            await until(lambda: button.isVisible(), what="the Attach button")
+            await click(main, button)
+            field = await item(main, "attachTargetField")  # the dialog is open
+
+            def dialog_open() -> bool:
+                return find_item(main, "attachTargetField") is not None
+
+            # Nothing typed, then a server that is not there: the reason under the field.
+            await key(main, Qt.Key.Key_Return)
+            error = await item(main, "attachError")
+            await until(lambda: "name a server" in str(error.property("text")))
+            gone = str(tmp_path / "nobody.sock")
+            await type_text(main, gone)
+            assert error.property("text") == ""  # editing clears it
+            await key(main, Qt.Key.Key_Return)
+            await form.wait_idle()
+            assert gone in str(error.property("text"))
+            await settle(0.3)
+            save_screenshot(main, "attach-dialog-error")
+            assert dialog_open() and not attachments.remotes
+
+            # A server that answers: it shows, and the dialog closes.
+            field.setProperty("text", served.path)
+            await settle(0.3)  # the dialog grew with the error: let it settle where it is
+            await click(main, await item(main, "attachOkButton"))
+            await form.wait_idle()
+            await until(lambda: not dialog_open(), what="the dialog closed")
+            (key_,) = attachments.remotes
+            await item(main, f"hostNode-{key_}")
+
+            # Ctrl+Shift+A opens it again; the same server twice is refused.
+            await key(
+                main,
+                Qt.Key.Key_A,
+                Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
+            )
+            field = await item(main, "attachTargetField")
+            field.setProperty("text", served.path)
+            await key(main, Qt.Key.Key_Return)
+            await form.wait_idle()
+            assert "shown already" in str(error.property("text"))
+            await key(main, Qt.Key.Key_Escape)
+            await until(lambda: not dialog_open(), what="closed by Esc")
+        finally:
+            await attachments.close()
+        assert not form.available
 
     run(scenario())

@@ -51,6 +51,11 @@ ThemedWindow {
         sequence: "Ctrl+Shift+F"
         onActivated: root.viewModel.showSearch()
     }
+    Shortcut {
+        sequence: "Ctrl+Shift+A"
+        enabled: root.viewModel.attachForm.available
+        onActivated: root.viewModel.requestAttach()
+    }
 
     // -- layout ------------------------------------------------------------------------
 
@@ -134,6 +139,16 @@ ThemedWindow {
                 Layout.fillWidth: true
                 Layout.preferredHeight: 32
                 color: Theme.surface
+                IconButton {
+                    objectName: "attachButton"
+                    anchors.right: parent.right
+                    anchors.rightMargin: Theme.spacing
+                    anchors.verticalCenter: parent.verticalCenter
+                    visible: root.viewModel.attachForm.available
+                    iconName: "attach"
+                    tip: qsTr("Attach to a server: its processes beside these (Ctrl+Shift+A)")
+                    onClicked: root.viewModel.requestAttach()
+                }
                 Text {
                     anchors.left: parent.left
                     anchors.leftMargin: Theme.spacing + 6
@@ -315,5 +330,10 @@ ThemedWindow {
     RunDialog {
         parent: Overlay.overlay
         form: root.viewModel.runForm
+    }
+    // Opens on root.viewModel.requestAttach().
+    AttachDialog {
+        parent: Overlay.overlay
+        form: root.viewModel.attachForm
     }
 }

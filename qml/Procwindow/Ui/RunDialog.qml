@@ -35,67 +35,6 @@ Dialog {
         function onSucceeded() { dialog.close() }
     }
 
-    // A text field that shows whether its value is at fault.
-    component FormField: TextField {
-        id: field
-        property bool faulty
-        Layout.fillWidth: true
-        selectByMouse: true
-        color: Theme.text
-        placeholderTextColor: Theme.textFaint
-        selectionColor: Theme.selection
-        selectedTextColor: Theme.text
-        leftPadding: 8
-        rightPadding: 8
-        background: Rectangle {
-            implicitHeight: 30
-            radius: Theme.radius
-            color: Theme.input
-            border.color: field.faulty ? Theme.danger : field.activeFocus ? Theme.focusRing : Theme.borderStrong
-        }
-    }
-    // The one-line error under a field; it takes no room while there is none.
-    component FieldError: Label {
-        Layout.fillWidth: true
-        visible: text.length > 0
-        color: Theme.danger
-        font.pixelSize: Theme.smallFontSize + 1
-        wrapMode: Text.Wrap
-    }
-    // A field's name, level with its field (an error may grow the cell below it).
-    component FieldLabel: Label {
-        Layout.alignment: Qt.AlignTop
-        Layout.preferredHeight: 30
-        verticalAlignment: Text.AlignVCenter
-        color: Theme.textDim
-    }
-    // OK is the primary button (filled); disabled, either one is plainly greyed out.
-    component DialogButton: Button {
-        id: button
-        property bool primary
-        implicitHeight: Theme.buttonSize + 4
-        leftPadding: 18
-        rightPadding: 18
-        hoverEnabled: true
-        contentItem: Text {
-            text: button.text
-            font: button.font
-            color: !button.enabled ? Theme.textFaint : button.primary ? Theme.textOnAccent : Theme.text
-            horizontalAlignment: Text.AlignHCenter
-            verticalAlignment: Text.AlignVCenter
-        }
-        background: Rectangle {
-            implicitWidth: 84
-            radius: Theme.radius
-            color: !button.enabled ? Theme.surface
-                 : button.primary ? (button.down ? Qt.darker(Theme.accent, 1.25) : button.hovered ? Qt.lighter(Theme.accent, 1.12) : Theme.accent)
-                 : button.down ? Theme.pressed : button.hovered ? Theme.hover : Theme.raised
-            border.color: button.visualFocus ? Theme.focusRing
-                        : !button.enabled ? Theme.border
-                        : button.primary ? Theme.accent : Theme.borderStrong
-        }
-    }
-
     background: Rectangle {
         color: Theme.raised
         radius: 6
