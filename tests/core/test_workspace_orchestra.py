@@ -614,6 +614,7 @@ def test_a_restart_on_request_stays_within_the_workspace(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
             started = await ws.start(sup)
+            await until(lambda: started.state("web").proc_id is not None, 10)  # svc started
             sub = sup.subscribe("session.*.agent.*.proc.phase")
             first = started.state("svc").proc_id
             web = started.state("web").proc_id

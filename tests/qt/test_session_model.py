@@ -56,6 +56,8 @@ def test_declared_tree_then_live_counts(
         "running": 0,
         "total": 0,
         "label": "build",
+        "host": "",  # a SessionModel alone: no host, its supervisor in process
+        "connected": True,
     }
     assert node(model, "build", "test")["kind"] == "agent"
 
