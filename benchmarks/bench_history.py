@@ -13,11 +13,15 @@ end). Each measurement gets a fresh state directory.
              into ``Supervisor(history=True, log_cap=None)``, timed from spawn
              until both pipes are closed. Baseline: the C pipeline
              ``cat FILE | cat > LOG``. ratio = C time / our time (1.0 = as fast
-             as C). The same capture with ``history=False`` (logs, no journal,
-             no database) gives the journal's cost: (t_on / t_off - 1) in %.
+             as C). The same capture with ``history=False`` (logs and journal,
+             no database) gives the database's cost: (t_on / t_off - 1) in %.
              CPU: the supervisor's own user+sys seconds (``getrusage(RUSAGE_SELF)``,
              children excluded) scaled to 256 MiB; the C pipeline's CPU
              (``RUSAGE_CHILDREN``: both cats and the shell) is shown beside it.
+             The floor of counting lines in Python: ``cat FILE`` read 1 MiB at a
+             time into one buffer, written to a log and its newlines counted
+             (``bytearray.count``, the fastest counter the stdlib has), nothing
+             else; its ratio to C, and ours to it.
 2. spawn     ``spawn(/bin/true)`` + ``wait`` (exit observed), ms per spawn as the
              median of 200 sequential spawns per round, history on and off, vs
              ``os.posix_spawn`` + ``os.waitpid``. ratio = baseline ms / our ms.
@@ -56,6 +60,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import fcntl
 import os
 import resource
 import shlex
@@ -232,6 +238,37 @@ async def run_to_end(sup: Supervisor, argv: list[str], agent: str = "bench") -> 
 # -- 1. capture ------------------------------------------------------------------------------
 
 
+def _count_floor(src: Path, log: Path) -> int:
+    """``cat src`` through a 1 MiB pipe into ``log``, newlines counted: the least
+    an exact line count costs in Python. Returns the lines."""
+    r, w = os.pipe2(os.O_CLOEXEC)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(r, fcntl.F_SETPIPE_SZ, MiB)
+    try:
+        with subprocess.Popen(["cat", str(src)], stdout=w) as cat:
+            os.close(w)
+            w = -1
+            buf = bytearray(MiB)
+            view = memoryview(buf)
+            lines = 0
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
+            try:
+                while n := os.readv(r, [view]):
+                    done = 0
+                    while done < n:
+                        done += os.write(fd, view[done:n])
+                    lines += buf.count(b"\n", 0, n)
+            finally:
+                os.close(fd)
+        if cat.returncode:
+            raise RuntimeError(f"cat exited {cat.returncode}")
+    finally:
+        os.close(r)
+        if w >= 0:
+            os.close(w)
+    return lines
+
+
 async def _capture(make: Callable[[], Supervisor], src: Path) -> tuple[float, float, int, int]:
     """(seconds, supervisor CPU seconds, bytes captured, bytes in the log file)."""
     async with make() as sup:
@@ -253,6 +290,8 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
     cpu_on: list[float] = []
     t_off: list[float] = []
     cpu_off: list[float] = []
+    t_floor: list[float] = []
+    cpu_floor: list[float] = []
     short: list[str] = []
 
     def c_pipeline() -> None:
@@ -277,7 +316,19 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
             short.append(f"history={history}: captured {nbytes}, logged {logged} of {size}")
         shutil.rmtree(where)
 
-    interleave("capture", [c_pipeline, lambda: ours(True), lambda: ours(False)], rounds, budget)
+    def floor() -> None:
+        where = sub_dir(root, "floor")
+        os.sync()
+        c0, t0 = cpu_self(), time.perf_counter()
+        lines = _count_floor(src, where / "floor.log")
+        t_floor.append(time.perf_counter() - t0)
+        cpu_floor.append(cpu_self() - c0)
+        if lines != size // LINE:
+            short.append(f"floor: counted {lines} lines of {size // LINE}")
+        shutil.rmtree(where)
+
+    variants = [c_pipeline, lambda: ours(True), lambda: ours(False), floor]
+    interleave("capture", variants, rounds, budget)
     mbs = size / 1e6
     on_ratio = [c / o for c, o in zip(t_c, t_on, strict=True)]
     off_ratio = [c / o for c, o in zip(t_c, t_off, strict=True)]
@@ -297,9 +348,19 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
         base,
         f"{med(off_ratio):.2f}x {rounds_of(off_ratio)}",
     )
+    floor_ratio = [c / f for c, f in zip(t_c, t_floor, strict=True)]
+    to_floor = [f / o for f, o in zip(t_floor, t_on, strict=True)]
     report.add(
         "capture",
-        "journal cost (time on vs off)",
+        "floor: Python read 1 MiB + write + count newlines",
+        f"{mbs / med(t_floor):.0f} MB/s, CPU {med(cpu_floor) * scale:.3f} s per 256 MiB",
+        base,
+        f"{med(floor_ratio):.2f}x {rounds_of(floor_ratio)}; history on / floor "
+        f"{med(to_floor):.2f}x",
+    )
+    report.add(
+        "capture",
+        "database cost (time on vs off)",
         f"{med(cost):+.1f} %",
         f"off {med(t_off) * 1000:.0f} ms, on {med(t_on) * 1000:.0f} ms",
         f"{rounds_of(cost, '{:+.1f}')} %",

@@ -8,7 +8,7 @@ import logging
 import os
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 
 from ._child import Child
 from ._disklog import DiskLog
@@ -101,7 +101,7 @@ class Archive:
             raise
         self._readers: OrderedDict[int, tuple[tuple[int, bool], DiskOutput]] = OrderedDict()
         self._pruned_at = 0.0
-        self.prune(set(), force=True)
+        self.prune((), force=True)
 
     @property
     def on(self) -> bool:
@@ -109,20 +109,22 @@ class Archive:
         return self.db is not None and self.db.available
 
     @contextlib.contextmanager
-    def reserve_id(self) -> Iterator[int]:
-        """The id of the proc being spawned, used up only if the block succeeds."""
+    def reserve_id(self, *, wait: bool = True) -> Iterator[int | None]:
+        """The id of the proc being spawned, used up only if the block succeeds;
+        None with ``wait=False`` while another supervisor holds the counter."""
         if self.db is not None:
-            with self.db.reserve_id() as proc_id:
+            with self.db.reserve_id(wait=wait) as proc_id:
                 yield proc_id
             return
         yield self._next_id
         self._next_id += 1
 
-    def defer_writes(self, soon: Callable[[Callable[[], None]], object]) -> None:
-        """Commit the history writes of one pass of the event loop together,
-        through ``soon`` (the loop's ``call_soon``), instead of one each."""
+    def defer_writes(self, later: Callable[[float, Callable[[], None]], object]) -> None:
+        """Commit the history writes after a start together, ``COMMIT_DELAY``
+        after the first, through ``later`` (the loop's ``call_later``), instead
+        of one each; a start is committed at once (see ``_history``)."""
         if self.db is not None:
-            self.db.soon = soon
+            self.db.later = later
 
     def prepare(self, proc_id: int) -> DiskLog:
         return self.logs.prepare(proc_id, self.log_cap)
@@ -350,7 +352,7 @@ class Archive:
             raise ProcRunning(proc_id)
         self.forget(proc_id, row.log_dir)
 
-    def prune(self, keep: set[int], now: float | None = None, *, force: bool = False) -> int:
+    def prune(self, keep: Container[int], now: float | None = None, *, force: bool = False) -> int:
         """Delete the oldest finished procs' history beyond the total and age
         bounds (never one in ``keep``); returns how many went."""
         if self.db is None or (self.history_bytes is None and self.history_age is None):

@@ -24,6 +24,8 @@ OUTPUT_EVENT_INTERVAL = 0.05
 #: appears, and then at most this often while it changes (a progress bar).
 PARTIAL_DELAY = 0.2
 
+_STREAMS = (Stream.STDOUT, Stream.STDERR)
+
 #: Told ``(child, stream, first seq, last seq)`` of lines not yet announced.
 Announce = Callable[[Child, Stream, int, int], None]
 #: Told of a child whose pipes are both closed (its output is complete).
@@ -142,7 +144,7 @@ class Capture:
 
     def drain(self, child: Child) -> None:
         """Read what is in both pipes now, without waiting (at the child's exit)."""
-        for stream in Stream:
+        for stream in _STREAMS:  # stdout's rest first, as it always was
             fd = child.stream_fds.get(stream)
             while fd is not None and stream in child.open_streams:
                 try:

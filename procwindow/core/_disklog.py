@@ -129,14 +129,13 @@ class LogFile:
             return False
         return True
 
+    @property
+    def untouched(self) -> bool:
+        """True while nothing was written (so no file was made)."""
+        return not self._opened
+
     def fail(self, exc: OSError) -> None:
         self.error = f"{self.path}: {exc.strerror or exc}"
-        self.close()
-
-    def finish(self) -> None:
-        """The stream ended: make sure the file exists (even empty), then close it."""
-        if not self._opened:
-            self._open()
         self.close()
 
     def close(self) -> None:
@@ -208,11 +207,18 @@ class DiskLog:
                 self._cut(now)
 
     def end(self, stream: Stream, now: float, last_seq: int) -> None:
-        """A stream ended (its last, unterminated line was flushed at ``now``)."""
+        """A stream ended (its last, unterminated line was flushed at ``now``).
+
+        A stream that gave nothing leaves no file and no record: creating a
+        file costs more than starting a short child, and a reader finds the
+        same nothing either way (``_replay`` reads a missing file as empty).
+        """
         log = self.logs[stream]
+        if log.untouched:
+            return
         if not self._stopped:
             self._record(now, last_seq, log.size, 0, stream, EOF)
-        log.finish()
+        log.close()
 
     def _record(
         self, now: float, last_seq: int, end: int, extra: int, stream: Stream, kind: int

@@ -80,6 +80,13 @@ CREATE INDEX IF NOT EXISTS procs_ended ON procs (ended_at);
 _BUSY_MS = 200
 #: How long close() waits for a lock to flush what was kept.
 _CLOSE_BUSY_MS = 2000
+#: With an event loop, the writes after a proc's start (its exit, its output's
+#: counts) are committed together this many seconds after the first of them:
+#: one transaction for a burst of exits. A start is committed before ``spawn``
+#: returns: a proc whose id was handed out is on record even if the host is
+#: killed the next instant (its run is then marked lost). Readers in this
+#: process always see every write (a query commits what is kept first).
+COMMIT_DELAY = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,9 +159,10 @@ class History:
         self._ids_fd: int | None = None
         self._kept: list[tuple[str, tuple[Any, ...]]] = []
         self._seen = 0.0
-        #: Set (to a loop's ``call_soon``), writes are committed together soon
-        #: after, in one transaction; unset, each is committed at once.
-        self.soon: Callable[[Callable[[], None]], object] | None = None
+        #: Set (to a loop's ``call_later``), writes are committed together
+        #: COMMIT_DELAY after the first, in one transaction; unset, each is
+        #: committed at once.
+        self.later: Callable[[float, Callable[[], None]], object] | None = None
         self._flush_pending = False
         private_dir(state_dir, what="state directory")
         self._ids_fd = open_private_file(
@@ -258,18 +266,24 @@ class History:
     # -- ids -------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def reserve_id(self) -> Iterator[int]:
+    def reserve_id(self, *, wait: bool = True) -> Iterator[int | None]:
         """A proc id no supervisor of this state directory has used: taken for
         good only if the block succeeds (a spawn that fails leaves no gap).
-        Other supervisors wait for the block (a spawn: about a millisecond)."""
+        Other supervisors wait for the block (a spawn: about a millisecond);
+        with ``wait=False`` the block gets None instead while one holds it."""
         fd = self._ids_fd
         assert fd is not None
-        fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            raw = os.pread(fd, 32, 0).strip()
-            new = (int(raw) if raw.isdigit() else 0) + 1
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield None
+            return
+        try:
+            raw = os.pread(fd, 32, 0)
+            stripped = raw.strip()
+            new = (int(stripped) if stripped.isdigit() else 0) + 1
             yield new
-            self._write_counter(fd, new)
+            self._write_counter(fd, new, len(raw))
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -278,31 +292,38 @@ class History:
         assert fd is not None
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
-            raw = os.pread(fd, 32, 0).strip()
-            current = int(raw) if raw.isdigit() else 0
+            raw = os.pread(fd, 32, 0)
+            stripped = raw.strip()
+            current = int(stripped) if stripped.isdigit() else 0
             if current < at_least:
-                self._write_counter(fd, at_least)
+                self._write_counter(fd, at_least, len(raw))
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
     @staticmethod
-    def _write_counter(fd: int, value: int) -> None:
+    def _write_counter(fd: int, value: int, old_size: int) -> None:
+        """Write ``value`` over a counter file of ``old_size`` bytes (as read,
+        up to 32). A counter only grows, so the file is cut only when it held
+        something longer (a damaged counter): a truncate per spawn costs a
+        metadata write."""
         data = f"{value}\n".encode()
         os.pwrite(fd, data, 0)
-        os.ftruncate(fd, len(data))
+        if old_size > len(data):
+            os.ftruncate(fd, len(data))
 
     # -- writing ---------------------------------------------------------------------
 
-    def _write(self, sql: str, params: tuple[Any, ...]) -> None:
-        """Run one write now, or keep it for later if another process holds the lock."""
+    def _write(self, sql: str, params: tuple[Any, ...], *, at_once: bool = False) -> None:
+        """Run one write now (``at_once``, or without a loop), else soon with
+        others; kept for later if another process holds the lock."""
         if self._db is None:
             return
         self._kept.append((sql, params))
-        if self.soon is None:
+        if self.later is None or at_once:
             self.flush(_BUSY_MS)
         elif not self._flush_pending:
             self._flush_pending = True
-            self.soon(self._flush_soon)
+            self.later(COMMIT_DELAY, self._flush_soon)
 
     def _flush_soon(self) -> None:
         self._flush_pending = False
@@ -367,6 +388,7 @@ class History:
                 started_at,
                 log_dir,
             ),
+            at_once=True,
         )
 
     def ended(

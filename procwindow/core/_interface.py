@@ -100,7 +100,7 @@ class SupervisorAPI(Protocol):
         ...
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
-        """The raw log file of a proc's stream."""
+        """The raw log file of a proc's stream (none if it wrote nothing)."""
         ...
 
     def subscribe(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -15,6 +16,8 @@ from ._types import Stream
 __all__ = ["LogDir", "log_file_path"]
 
 log = logging.getLogger("procwindow")
+
+_STREAMS = tuple(Stream)
 
 
 def log_file_path(directory: str, proc_id: int, stream: Stream | str) -> str:
@@ -62,21 +65,24 @@ class LogDir:
         return log_file_path(self.path, proc_id, stream)
 
     def prepare(self, proc_id: int, cap: int | None) -> DiskLog:
-        """The log files (and journal) of a new proc, opened on first write.
+        """The log files (and journal) of a new proc, made at its first write
+        (a stream that writes nothing has none).
 
         Raises UnsafePath for an unsafe directory, or for a FIFO, symlink or
-        foreign file where a log file goes. A directory that cannot be created
-        (read-only, EACCES) is not an error: capture goes on in memory and each
-        LogFile carries the error.
+        foreign file where a log file goes. A file of ours left there (an
+        earlier run that reused the id, with ``history=False``) is removed,
+        so that what is there is this proc's output and nothing else. A
+        directory that cannot be created (read-only, EACCES) is not an error:
+        capture goes on in memory and each LogFile carries the error.
         """
         ready = self._ensure()
-        journal = journal_path(self.path, proc_id)
+        base = f"{self.path}{os.sep}{int(proc_id)}."
+        logs = {s: LogFile(f"{base}{s.value}.log") for s in _STREAMS}
+        journal = f"{base}journal"
         if ready:
-            for stream in Stream:
-                check_private_file(self.file_path(proc_id, stream), what="log file")
-            if journal is not None:
-                check_private_file(journal, what="journal")
-        logs = {s: LogFile(self.file_path(proc_id, s)) for s in Stream}
+            for log_file in logs.values():
+                _clear(log_file.path, "log file")
+            _clear(journal, "journal")
         return DiskLog(logs, journal, cap)
 
     def _ensure(self) -> bool:
@@ -112,3 +118,15 @@ class LogDir:
         """Remove the directory if it is our own run's."""
         if self._own and self._ready:
             shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _clear(path: str, what: str) -> None:
+    """Make way for a new file at ``path``: UnsafePath if something not ours
+    is there (refused before the child starts), and a file of ours is removed."""
+    # The common case, nothing there, is answered without raising (a dangling
+    # symlink is something: the look does not follow it).
+    if not os.access(path, os.F_OK, follow_symlinks=False):
+        return
+    if check_private_file(path, what=what):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)

@@ -106,8 +106,9 @@ def open_private_file(
     return fd
 
 
-def check_private_file(path: str, *, what: str) -> None:
-    """Raise UnsafePath unless ``path`` is absent or our own single-link regular file.
+def check_private_file(path: str, *, what: str) -> bool:
+    """Raise UnsafePath unless ``path`` is absent or our own single-link
+    regular file; True if there is one.
 
     A look before a file is first opened, so that a planted FIFO or symlink is
     refused up front, with its name; ``open_private_file`` checks again at the
@@ -116,5 +117,6 @@ def check_private_file(path: str, *, what: str) -> None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        return
+        return False
     _refuse_unless_ours(path, what, st, directory=False)
+    return True

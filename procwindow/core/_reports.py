@@ -18,7 +18,10 @@ from ._proc import Proc
 from ._text import escape_controls, format_runtime
 from ._types import ProcStats
 
-__all__ = ["idx_text", "top_text", "tree_stats"]
+__all__ = ["STATS_TREE_TTL", "idx_text", "top_text", "tree_stats"]
+
+#: How old the scan of /proc that ``stats`` finds a tree's members in may be (seconds).
+STATS_TREE_TTL = 3.0
 
 
 def idx_text(procs: Iterable[Proc], now_mono: float) -> str:

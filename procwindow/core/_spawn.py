@@ -8,6 +8,7 @@ import errno
 import os
 import resource
 import signal
+import stat
 import subprocess
 from collections.abc import Mapping
 from typing import NamedTuple
@@ -88,9 +89,11 @@ def resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
     """The file to execute, or CommandNotFound / NotExecutable."""
     if "/" in cmd:
         path = cmd if os.path.isabs(cmd) else os.path.join(cwd or os.getcwd(), cmd)
-        if not os.path.exists(path):
-            raise CommandNotFound(cmd)
-        _check_executable(cmd, path)
+        try:
+            st = os.stat(path)
+        except (OSError, ValueError):  # as os.path.exists: any failure is "not there"
+            raise CommandNotFound(cmd) from None
+        _check_executable(cmd, path, stat.S_ISDIR(st.st_mode))
         return path
     denied: str | None = None
     for folder in os.get_exec_path(dict(env)):
@@ -104,8 +107,8 @@ def resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
     raise CommandNotFound(cmd)
 
 
-def _check_executable(cmd: str, path: str) -> None:
-    if os.path.isdir(path):
+def _check_executable(cmd: str, path: str, is_dir: bool) -> None:
+    if is_dir:
         raise NotExecutable(cmd, "is a directory")
     if not os.access(path, os.X_OK):
         raise NotExecutable(cmd)
@@ -214,16 +217,16 @@ def start(
         try:
             pidfd = os.pidfd_open(child.pid)
             undo.callback(os.close, pidfd)
-            stat = _linux.stat_fields(child.pid)
+            fields = _linux.stat_fields(child.pid)
         except OSError as exc:
             # We cannot watch it: do not let it run unsupervised.
             raise SpawnFailed(exc.errno, f"cannot watch {args[0]!r}: {os_error_text(exc)}") from exc
-        if stat is None:
+        if fields is None:
             raise SpawnFailed(None, f"{args[0]!r} vanished as it started")
         if in_w is not None:
             os.set_blocking(in_w, False)
         undo.pop_all()
-    return Started(child, pidfd, out_r, err_r, in_w, stat.start)
+    return Started(child, pidfd, out_r, err_r, in_w, fields.start)
 
 
 def _kill_unwatched(child: subprocess.Popen[bytes]) -> None:

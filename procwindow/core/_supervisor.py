@@ -41,7 +41,7 @@ from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._replay import ByteBatch
-from ._reports import idx_text, top_text, tree_stats
+from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
 from ._spawn import check_cwd, check_env, resolve
@@ -123,9 +123,9 @@ class _Running:
         self.starter = Starter(
             loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
         )
-        # History writes made in one pass of the loop (a spawn's row, an exit and
-        # its output counters) are committed together, right after it.
-        sup._archive.defer_writes(loop.call_soon)
+        # History writes (spawns' rows, exits and their output counters) are
+        # committed together, a moment after the first, off each spawn's path.
+        sup._archive.defer_writes(loop.call_later)
 
     def close(self) -> None:
         self.sweeper.close()
@@ -611,7 +611,7 @@ class Supervisor:
     def _output_closed(self, child: Child) -> None:
         """Both pipes of a child closed: its output is complete on disk."""
         self._archive.output(child)
-        self._archive.prune(set(self._children), self._clock.time())
+        self._archive.prune(self._children.keys(), self._clock.time())
 
     def _reclaim(self) -> None:
         """All rings together hold more than ``ring_budget``: finished procs whose
@@ -751,7 +751,8 @@ class Supervisor:
         return self._archive.read_child_bytes(child, since, limit, max_bytes, want)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
-        """Path of the raw log file of a proc's stream (named from ids only)."""
+        """Path of the raw log file of a proc's stream (named from ids only),
+        made at the stream's first write: a stream that wrote nothing has none."""
         if isinstance(proc_id, int) and proc_id in self._children:
             return self._archive.logs.file_path(proc_id, stream)
         return self._archive.log_path(self._id(proc_id), Stream(stream))
@@ -1048,10 +1049,6 @@ class Supervisor:
         run = self._run
         tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
         return tree_stats(child, tree or ())
-
-
-#: How old the scan of /proc that ``stats`` finds a tree's members in may be (seconds).
-STATS_TREE_TTL = 3.0
 
 
 def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:

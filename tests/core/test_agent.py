@@ -136,8 +136,11 @@ def test_merge_stderr_keeps_the_exact_order(run, tmp_path):
             assert [x.text for x in batch] == [f"line {i}" for i in range(3000)]
             assert {x.stream for x in batch} == {Stream.STDOUT}
             assert batch.eof
-            # Disk replay gives the same (the stderr log is empty and ended).
-            assert os.path.getsize(sup.log_path(p.id, "stderr")) == 0
+            # stderr has no pipe of its own: it leaves no log file (and nothing to replay).
+            assert not os.path.exists(sup.log_path(p.id, "stderr"))
+            assert os.path.getsize(sup.log_path(p.id, "stdout")) == sum(
+                len(f"line {i}\n") for i in range(3000)
+            )
 
     run(main())
 

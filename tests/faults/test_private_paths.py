@@ -133,7 +133,8 @@ def test_the_history_state_dir_is_private_and_kept(tmp_path, monkeypatch):
     for level in (tmp_path / "procwindow", tmp_path / "procwindow" / "logs"):
         assert stat.S_IMODE(level.stat().st_mode) == 0o700
     assert stat.S_IMODE((tmp_path / "procwindow" / "history.db").stat().st_mode) == 0o600
-    assert sorted(os.listdir(log_dir)) == ["1.journal", "1.stderr.log", "1.stdout.log"]
+    # echo writes stdout only: stderr, which gave nothing, has no log file.
+    assert sorted(os.listdir(log_dir)) == ["1.journal", "1.stdout.log"]
 
 
 def test_serve_with_an_unsafe_log_dir_is_a_one_line_error(tmp_path):
@@ -163,6 +164,8 @@ def _plant(kind: str, log: Path, tmp_path: Path) -> Path | None:
         os.mkfifo(log)
     elif kind == "symlink":
         log.symlink_to(outside)
+    elif kind == "dangling symlink":  # to where the output would be created
+        log.symlink_to(tmp_path / "nowhere")
     elif kind == "hard link":
         os.link(outside, log)
     elif kind == "another user's file":
@@ -176,6 +179,7 @@ PLANTED = {
     "fifo with a reader": "not a regular file",
     "fifo": "not a regular file",
     "symlink": "symlink",
+    "dangling symlink": "symlink",
     "hard link": "hard links",
     "another user's file": "belongs to uid",
 }
@@ -216,6 +220,7 @@ def test_something_planted_at_a_log_path_is_refused_before_the_child_starts(tmp_
                 leaked = b""
             assert leaked == b""  # nothing was written into the FIFO
         assert outside is not None and outside.read_text() == "keep me\n"
+        assert not (tmp_path / "nowhere").exists()
     finally:
         if reader is not None:
             os.close(reader)
