@@ -25,6 +25,7 @@ from PySide6.QtCore import QEventLoop
 from PySide6.QtWidgets import QApplication
 
 from procwindow.core import Supervisor
+from tests.control.conftest import server  # noqa: F401  (a fixture: a real `procwindow serve`)
 
 T = TypeVar("T")
 QRun = Callable[..., Any]

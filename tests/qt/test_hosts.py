@@ -6,7 +6,6 @@ are this process's Supervisor and a RemoteSupervisor attached to a real
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import cast
 
 import pytest
@@ -17,7 +16,7 @@ from pytestqt.qtbot import QtBot
 from procwindow.control.remote import RemoteSupervisor
 from procwindow.core import Supervisor
 from procwindow.qt import Host, HostTreeModel, MainWindowModel, ProcWindowModel, SessionRole
-from tests.control.conftest import Server, start_server, stop_server
+from tests.control.conftest import Server, stop_server
 from tests.core.helpers import until
 
 from .conftest import QRun
@@ -28,17 +27,8 @@ SLEEP = ["sleep", "60"]
 
 
 @pytest.fixture
-def served(tmp_path: Path) -> Iterator[Server]:
-    server = start_server(tmp_path)
-    try:
-        yield server
-    finally:
-        assert stop_server(server) == 0
-
-
-@pytest.fixture
-def remote(served: Server, qrun: QRun) -> Iterator[RemoteSupervisor]:
-    sup = qrun(RemoteSupervisor.connect(served.path))
+def remote(server: Server, qrun: QRun) -> Iterator[RemoteSupervisor]:
+    sup = qrun(RemoteSupervisor.connect(server.path))
     try:
         yield sup
     finally:
@@ -115,9 +105,9 @@ def test_one_host_is_a_plain_tree_and_several_are_nodes_of_their_own(
 
 
 def test_a_host_whose_link_drops_reads_disconnected(
-    sup: Supervisor, served: Server, qrun: QRun
+    sup: Supervisor, server: Server, qrun: QRun
 ) -> None:
-    remote = qrun(RemoteSupervisor.connect(served.path))
+    remote = qrun(RemoteSupervisor.connect(server.path))
     try:
         local, other = Host(sup), remote_host(remote, {"build": ["cc"]})
         tree = HostTreeModel()
@@ -134,7 +124,7 @@ def test_a_host_whose_link_drops_reads_disconnected(
         main = MainWindowModel(tree, lambda *_: None)
         main.treeSelection.setCurrentIndex(cc, QItemSelectionModel.SelectionFlag.ClearAndSelect)
         assert main.overviewSummary.startswith("on test (serve)  ·  0 processes")
-        assert stop_server(served) == 0  # the server goes: the link drops
+        assert stop_server(server) == 0  # the server goes: the link drops
         qrun(until(lambda: not other.connected, what="the link down"))
         # Every node of that host reads it, and was told: they grey together.
         for index in (tree.indexFor("", "", "test"), tree.indexFor("build", "", "test"), cc):

@@ -34,6 +34,7 @@ from PySide6.QtWidgets import QApplication
 
 from procwindow import app as window_app
 from procwindow.core import Supervisor
+from tests.control.conftest import server  # noqa: F401  (a fixture: a real `procwindow serve`)
 
 # The software renderer (offscreen has no GPU) fills large areas on a private pool
 # of threads that linger for 30 s after use: the leak check would count them, at

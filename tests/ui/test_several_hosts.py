@@ -4,7 +4,6 @@ Processes…, Terminate all and Detach act on the supervisor the node belongs to
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,22 +14,13 @@ from procwindow._attach import Attachments
 from procwindow.app import proc_windows
 from procwindow.core import Supervisor
 from procwindow.qt import ProcModel
-from tests.control.conftest import Server, start_server, stop_server
+from tests.control.conftest import Server
 from tests.core.helpers import until
 
 from .conftest import MakeWorkspace, Run
 from .helpers import click, find_item, item, key, save_screenshot, settle, type_text
 
 SLEEP = ["sleep", "60"]
-
-
-@pytest.fixture
-def served(tmp_path: Path) -> Iterator[Server]:
-    server = start_server(tmp_path)
-    try:
-        yield server
-    finally:
-        assert stop_server(server) == 0
 
 
 async def menu_action(main: QQuickWindow, node: str, action: str) -> None:
@@ -42,7 +32,7 @@ async def menu_action(main: QQuickWindow, node: str, action: str) -> None:
 
 
 def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
-    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run
+    sup: Supervisor, server: Server, make_workspace: MakeWorkspace, run: Run
 ) -> None:
     reports: list[tuple[str, bool]] = []
 
@@ -52,7 +42,7 @@ def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
         attachments = Attachments(workspace, lambda m, e: reports.append((m, e)))
         try:
             mine = await sup.spawn(SLEEP, session="web", agent="api")
-            attachments.start([served.path, "ssh://"])  # the second is no URL at all
+            attachments.start([server.path, "ssh://"])  # the second is no URL at all
             await until(lambda: len(attachments.remotes) == 1, what="the attached server")
             (key,) = attachments.remotes
             remote = attachments.remotes[key]
@@ -95,7 +85,7 @@ def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
             await until(lambda: not proc_windows(), what="its ProcWindow closed")
             await until(lambda: find_item(main, f"hostNode-{key}") is None, what="its node gone")
             await item(main, "sessionNode-web")  # one host again: the plain tree
-            assert served.proc.poll() is None
+            assert server.proc.poll() is None
         finally:
             await attachments.close()
 
@@ -104,7 +94,7 @@ def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
 
 @pytest.mark.parametrize("size", ["700x450", "1400x900"])
 def test_screenshots_of_several_hosts(
-    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run, size: str
+    sup: Supervisor, server: Server, make_workspace: MakeWorkspace, run: Run, size: str
 ) -> None:
     from .test_screenshots import SIZES, assert_not_blank, resize
 
@@ -115,7 +105,7 @@ def test_screenshots_of_several_hosts(
         attachments = Attachments(workspace, lambda m, e: None)
         try:
             await sup.spawn(SLEEP, session="webapp", agent="builder")
-            attachments.start([served.path])
+            attachments.start([server.path])
             await until(lambda: len(attachments.remotes) == 1, what="the attached server")
             (key,) = attachments.remotes
             remote = attachments.remotes[key]
@@ -137,7 +127,7 @@ def test_screenshots_of_several_hosts(
 
 
 def test_the_attach_dialog_reaches_a_server_or_says_why_not(
-    sup: Supervisor, served: Server, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
+    sup: Supervisor, server: Server, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
 ) -> None:
     async def scenario() -> None:
         workspace = make_workspace(scopes={"web": ["api"]})
@@ -172,7 +162,7 @@ def test_the_attach_dialog_reaches_a_server_or_says_why_not(
             assert dialog_open() and not attachments.remotes
 
             # A server that answers: it shows, and the dialog closes.
-            field.setProperty("text", served.path)
+            field.setProperty("text", server.path)
             await settle(0.3)  # the dialog grew with the error: let it settle where it is
             await click(main, await item(main, "attachOkButton"))
             await form.wait_idle()
@@ -187,7 +177,7 @@ def test_the_attach_dialog_reaches_a_server_or_says_why_not(
                 Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier,
             )
             field = await item(main, "attachTargetField")
-            field.setProperty("text", served.path)
+            field.setProperty("text", server.path)
             await key(main, Qt.Key.Key_Return)
             await form.wait_idle()
             assert "shown already" in str(error.property("text"))
