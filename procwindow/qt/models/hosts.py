@@ -105,7 +105,7 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
             raise ValueError(f"a host named {host.key!r} is shown already")
         branch = _Branch(host, next(self._next_id))
         self._ids[branch.sessions_id] = (branch, -1)
-        reshape = len(self._branches) < 2  # the tree takes (or keeps) its shape of one
+        reshape = len(self._branches) < 2  # the first host, or the second: a new shape
         row = len(self._branches)
         if reshape:
             self.beginResetModel()
@@ -125,7 +125,7 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
         if branch is None:
             return None
         row = self._branches.index(branch)
-        reshape = len(self._branches) <= 2
+        reshape = len(self._branches) <= 2  # back to one host (or none): a new shape
         if reshape:
             self.beginResetModel()
         else:
