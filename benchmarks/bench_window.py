@@ -19,16 +19,21 @@ memory sampled each second with sparklines (the window's goal is for 100).
 N, so every later append also trims as many lines as it adds; the supervisor's
 ring holds N lines too), then the same child appends ~1,000 lines every 1/60 s.
 It prints medians per append: the model's step (its frame timer: read from the
-supervisor, trim, insert, strip ANSI within budget; this includes the
-ListView's synchronous handling of the row signals, shown apart as "remove",
-which also holds the model dropping its oldest lines, and "insert"),
-the scroll to the tail, and the frame that shows the append (from the window's
-UpdateRequest through polish to ``frameSwapped``), with ratios against the
-smallest N.
+supervisor, trim, make rows, strip ANSI within budget; this includes the
+ListView's synchronous handling of the row signals), of which "read" (the
+supervisor's lines into the model's buffer) and "rows" (trimming, the new rows,
+and the views' handling of the row signals: inserted rows, or rows that
+shifted), "follow" (the scroll to the tail: the view-model's deferred
+``positionAtEnd`` and the End key's), and the frame that shows the append (from
+the window's UpdateRequest through polish to ``frameSwapped``), with ratios
+against the smallest N. "cpu" is the main thread's CPU time over the measured
+seconds per append: all of the above and whatever else the thread did (the
+supervisor capturing the child, other timers), and it is not inflated when
+other processes take the CPU away, as wall-clock times are on a busy machine.
 
 Following the tail: the pane scrolls to the end when the ListView's ``count``
-changes, and once the model holds ``maxLines`` lines an append removes as many
-rows as it inserts, so ``count`` may not change. Both modes first leave the pane
+changes; once the model holds ``maxLines`` lines its rows shift instead (the
+count stays), and a view at its end stays there. Both modes first leave the pane
 on its own (the warm-up) and print its "tail gap" just before the warm-up's last
 append: the rows between the model's last row and the last row shown (0 when
 it follows). Then, while measuring, they call the pane's ``jumpToLive()`` (the
@@ -154,11 +159,11 @@ class Step:
     """One append of the output model."""
 
     seconds: float  # the model's frame step, all of it
-    removing: float  # of which: beginRemoveRows..endRemoveRows (views, and the model's trim)
-    inserting: float  # and beginInsertRows..endInsertRows (the views)
-    rows: int  # rows inserted
+    reading: float  # of which: the supervisor's lines into the buffer
+    updating: float  # and the rows: trim, scan, the row signals (views included)
+    rows: int  # rows appended: inserted at the end, or shifted up (a full pane)
     gap: int  # rows the shown tail was behind the last row, just before the step
-    end: float = 0.0  # jumpToLive() after it
+    end: float = 0.0  # following after it: the deferred positionAtEnd, and jumpToLive()
 
 
 class PaneProbe(QObject):
@@ -168,12 +173,15 @@ class PaneProbe(QObject):
       UpdateRequest through polish (``afterAnimating``) to ``frameSwapped``; a
       frame started otherwise (an expose) counts from its polish. The first frame
       after an append that inserted rows is marked.
-    - The model's append step, by wrapping the slot of its frame timer; inside it,
-      the time from ``rowsAboutToBeRemoved`` to ``rowsRemoved`` (the views, and
-      the model dropping its oldest lines) and from ``rowsAboutToBeInserted`` to
-      ``rowsInserted`` (the views). This object hears each signal after the views.
+    - The model's append step, in turns of the loop: its frame timer's and any
+      further read's (the reads of the supervisor, timed apart as "read" by
+      wrapping the method), then the update of the rows (with the views'
+      handling of the row signals), by wrapping that method.
+    - Following: the view-model's deferred ``positionAtEnd`` (it runs after the
+      step, before the frame), counted with the step that asked for it.
     - With ``press_end``, the pane's ``jumpToLive()`` right after each append
-      that inserted rows (on the next loop iteration, as ``Qt.callLater`` would).
+      (on the next loop iteration, as ``Qt.callLater`` would).
+    - The main thread's CPU time while ``recording``.
     """
 
     def __init__(self, window: QQuickWindow) -> None:
@@ -187,27 +195,60 @@ class PaneProbe(QObject):
         self.model, self.view, self.pane = model, view, pane
         self.frames: list[tuple[float, float, bool]] = []  # (polish, sync+render, after append)
         self.steps: list[Step] = []
-        self.recording = False
+        self._recording = False
+        self.cpu = 0.0  # main thread CPU seconds while recording
+        self._cpu_from = 0.0
         self.press_end = False
         self._start: float | None = None
         self._polished: float | None = None
         self._marked = False
-        self._inserted = 0
-        self._removing = self._inserting = 0.0
-        self._t_signal = 0.0
+        self._appended = 0
+        self._reading = self._read_step = 0.0
+        self._gap = 0
         window.installEventFilter(self)
         window.afterAnimating.connect(self._on_polished)
         window.frameSwapped.connect(self._on_swapped)
-        model.rowsAboutToBeInserted.connect(self._before_rows)
-        model.rowsAboutToBeRemoved.connect(self._before_rows)
         model.rowsInserted.connect(self._rows_inserted)
-        model.rowsRemoved.connect(self._rows_removed)
+        model.shifted.connect(self._rows_shifted)
         model._frame.timeout.disconnect(model._on_frame)
         model._frame.timeout.connect(self._step)
+        # Instance attributes: the model's step calls these wrappers.
+        model._read = self._timed(model._read)  # type: ignore[method-assign]
+        self._update_rows = model._update_rows
+        model._update_rows = self._rows_step  # type: ignore[method-assign]
+        self._read_more = model._read_later._slot
+        model._read_later._slot = self._more
+        self._stick_later = window_model(window)._stick_later
+        self._stick = self._stick_later._slot
+        self._stick_later._slot = self._follow
+
+    @property
+    def recording(self) -> bool:
+        return self._recording
+
+    @recording.setter
+    def recording(self, on: bool) -> None:
+        if on and not self._recording:
+            self._cpu_from = time.thread_time()
+        elif self._recording and not on:
+            self.cpu += time.thread_time() - self._cpu_from
+        self._recording = on
+
+    def _timed(self, method: Callable[..., int]) -> Callable[..., int]:
+        def timed(*args: object, **kwargs: object) -> int:
+            t0 = time.perf_counter()
+            try:
+                return method(*args, **kwargs)
+            finally:
+                self._reading += time.perf_counter() - t0
+
+        return timed
 
     def reset(self) -> None:
         self.frames.clear()
         self.steps.clear()
+        self.cpu = 0.0
+        self._cpu_from = time.thread_time()
 
     def tail_gap(self) -> int:
         """Rows between the model's last row and the last row the view shows."""
@@ -245,30 +286,45 @@ class PaneProbe(QObject):
 
     # -- appends
 
-    def _before_rows(self, parent: object, first: int, last: int) -> None:
-        self._t_signal = time.perf_counter()
-
-    def _rows_removed(self, parent: object, first: int, last: int) -> None:
-        self._removing += time.perf_counter() - self._t_signal
-
     def _rows_inserted(self, parent: object, first: int, last: int) -> None:
-        self._inserting += time.perf_counter() - self._t_signal
-        self._inserted += last - first + 1
+        self._appended += last - first + 1
+
+    def _rows_shifted(self, rows: int) -> None:
+        self._appended += rows
 
     def _step(self) -> None:
-        gap = self.tail_gap()
-        self._inserted = 0
-        self._removing = self._inserting = 0.0
+        self._gap = self.tail_gap()
         t0 = time.perf_counter()
         self.model._on_frame()
-        elapsed = time.perf_counter() - t0
-        if not self._inserted:
+        self._read_step += time.perf_counter() - t0
+
+    def _more(self) -> None:
+        t0 = time.perf_counter()
+        self._read_more()
+        self._read_step += time.perf_counter() - t0
+
+    def _rows_step(self, scan: bool) -> None:
+        self._appended = 0
+        t0 = time.perf_counter()
+        self._update_rows(scan=scan)
+        updating = time.perf_counter() - t0
+        if not self._appended:
             return
         self._marked = True
         if self.recording:
-            self.steps.append(Step(elapsed, self._removing, self._inserting, self._inserted, gap))
+            step = Step(
+                self._read_step + updating, self._reading, updating, self._appended, self._gap
+            )
+            self.steps.append(step)
+        self._read_step = self._reading = 0.0
         if self.press_end:
             QTimer.singleShot(0, self._end)
+
+    def _follow(self) -> None:
+        t0 = time.perf_counter()
+        self._stick()
+        if self.recording and self.steps:
+            self.steps[-1].end += time.perf_counter() - t0
 
     def _end(self) -> None:
         t0 = time.perf_counter()
@@ -278,6 +334,9 @@ class PaneProbe(QObject):
 
     def close(self) -> None:
         self.recording = self.press_end = False
+        self._stick_later._slot = self._stick
+        self.model._read_later._slot = self._read_more
+        self.model._update_rows = self._update_rows  # type: ignore[method-assign]
         self.window.removeEventFilter(self)
         self.window.afterAnimating.disconnect(self._on_polished)
         self.window.frameSwapped.disconnect(self._on_swapped)
@@ -387,7 +446,7 @@ async def _lag_window(seconds: float, log_dir: str, procs: int) -> LagResult:
     result.note = (
         f"{len(steps) / seconds:.0f} appends/s of {statistics.median(s.rows for s in pane.steps):,.0f} rows, "
         f"step median {_ms(statistics.median(steps))} ms (p99 {_ms(_pct(steps, 0.99))}, max {_ms(max(steps))}), "
-        f"jumpToLive {_ms(statistics.median(s.end for s in pane.steps))} ms; "
+        f"follow {_ms(statistics.median(s.end for s in pane.steps))} ms; "
         f"{len(frames) / seconds:.0f} frames/s, median {_ms(statistics.median(frames))} ms "
         f"(max {_ms(max(frames))}); tail gap (rows) on its own / End pressed: {_gaps(alone, pane.steps)}"
     )
@@ -443,6 +502,10 @@ class PaneResult:
     alone: list[Step]
     steps: list[Step]
     frames: list[tuple[float, float, bool]]
+    cpu: float  # main thread CPU seconds while measuring
+
+    def cpu_per_append(self) -> float:
+        return self.cpu / max(1, len(self.steps))
 
     def step(self) -> float:
         return statistics.median(s.seconds for s in self.steps)
@@ -454,7 +517,7 @@ class PaneResult:
         return statistics.median(a + b for a, b, marked in self.frames if marked)
 
     def total(self) -> float:
-        """Median of step + jumpToLive, plus the median frame after an append."""
+        """Median of step + follow, plus the median frame after an append."""
         return statistics.median(s.seconds + s.end for s in self.steps) + self.frame()
 
 
@@ -492,7 +555,7 @@ async def _pane_case(n: int, per: int, seconds: float, log_dir: str) -> PaneResu
         await _close_window(window)
     if held != n:
         raise SystemExit(f"the pane held {held:,} lines, not {n:,}")
-    return PaneResult(n, fill, seconds, alone, pane.steps, pane.frames)
+    return PaneResult(n, fill, seconds, alone, pane.steps, pane.frames, pane.cpu)
 
 
 def bench_pane(sizes: list[int], per: int, seconds: float, loop: qasync.QEventLoop) -> None:
@@ -513,8 +576,8 @@ def bench_pane(sizes: list[int], per: int, seconds: float, loop: qasync.QEventLo
     )
     print(
         f"  {'history':>9} {'fill':>5} {'appends':>8} {'rows':>5} {'step':>7} {'p90':>5} "
-        f"{'remove':>6} {'insert':>6} {'ratio':>6} {'End':>6} {'frame':>6} {'p90':>5} {'ratio':>6} "
-        f"{'total':>7} {'ratio':>6} {'frames/s':>8}  tail gap alone / End"
+        f"{'read':>6} {'rows':>6} {'ratio':>6} {'follow':>6} {'frame':>6} {'p90':>5} {'ratio':>6} "
+        f"{'total':>7} {'ratio':>6} {'cpu':>7} {'frames/s':>8}  tail gap alone / End"
     )
     for r in results:
         steps = [s.seconds for s in r.steps]
@@ -523,16 +586,19 @@ def bench_pane(sizes: list[int], per: int, seconds: float, loop: qasync.QEventLo
             f"  {r.n:>9,} {r.fill:>4.1f}s {len(steps) / r.seconds:>6.1f}/s "
             f"{statistics.median(s.rows for s in r.steps):>5,.0f} "
             f"{_ms(r.step()):>4} ms {_ms(_pct(steps, 0.9)):>5} "
-            f"{_ms(statistics.median(s.removing for s in r.steps)):>3} ms "
-            f"{_ms(statistics.median(s.inserting for s in r.steps)):>3} ms {r.step() / base.step():>5.2f}x "
+            f"{_ms(statistics.median(s.reading for s in r.steps)):>3} ms "
+            f"{_ms(statistics.median(s.updating for s in r.steps)):>3} ms {r.step() / base.step():>5.2f}x "
             f"{_ms(r.end()):>3} ms {_ms(r.frame()):>3} ms {_ms(_pct(shown, 0.9)):>5} "
             f"{r.frame() / base.frame():>5.2f}x {_ms(r.total()):>4} ms {r.total() / base.total():>5.2f}x "
-            f"{len(r.frames) / r.seconds:>8.0f}  {_gaps(r.alone, r.steps):>13}"
+            f"{_ms(r.cpu_per_append()):>4} ms {len(r.frames) / r.seconds:>8.0f}  {_gaps(r.alone, r.steps):>13}"
         )
     worst = max(results, key=PaneResult.total)
+    busiest = max(results, key=PaneResult.cpu_per_append)
     print(
-        f"  per append (step + End + frame): {_ms(base.total())} ms at {base.n:,} lines, "
+        f"  per append (step + follow + frame): {_ms(base.total())} ms at {base.n:,} lines, "
         f"worst {_ms(worst.total())} ms at {worst.n:,} ({worst.total() / base.total():.2f}x); "
+        f"main thread CPU per append {_ms(base.cpu_per_append())} ms at {base.n:,}, "
+        f"worst {_ms(busiest.cpu_per_append())} ms at {busiest.n:,}; "
         f"DESIGN.md baseline: ListView 4.1 ms per 1,000-line frame, flat from 10k to 1M"
     )
 

@@ -14,6 +14,11 @@ coordinates, one point appended per sample: a
 :class:`~procwindow.qt.sparkline.Sparkline` draws them through a transform, so
 nothing is rebuilt per sample or per frame. No QObject here: the model, the
 benchmark and the tests drive it alike.
+
+A tick's samples can be taken a few rows at a time (:meth:`RowSampler.sample_in_turns`),
+one batch per turn of the event loop: a sample reads several files under /proc
+(~0.3 ms, and now and then the scan of /proc that finds each tree), and a window
+with rows of busy processes must not hold the loop for all of them at once.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ __all__ = [
     "GAP",
     "HISTORY_LENGTH",
     "NO_VALUE",
+    "SAMPLE_BATCH",
     "Drawing",
     "RowSampler",
     "StatsHistory",
@@ -53,6 +59,8 @@ GAP_AFTER_INTERVALS = 2.5
 CPU_SCALE = 100.0
 #: A cell's text with no value to show (an exited proc, one never sampled).
 NO_VALUE = "–"
+#: Procs sampled per turn of the event loop by :meth:`RowSampler.sample_in_turns`.
+SAMPLE_BATCH = 4
 
 _SUFFIXES = ("K", "M", "G", "T")
 
@@ -213,6 +221,8 @@ class RowSampler:
         self._clock = clock
         self._histories: dict[int, StatsHistory] = {}
         self.calls = 0
+        self._round = 0  # the sample_in_turns under way (an older one stops)
+        self._next_other = 0  # where sample_others goes on
 
     def history(self, proc_id: int) -> StatsHistory | None:
         """What ``proc_id`` was sampled, or None if never."""
@@ -242,6 +252,46 @@ class RowSampler:
             done.append(proc_id)
         return done
 
+    def sample_in_turns(
+        self,
+        proc_ids: Iterable[int],
+        done: Callable[[list[int]], None],
+        later: Callable[[Callable[[], None]], None],
+        batch: int = SAMPLE_BATCH,
+    ) -> None:
+        """:meth:`sample` ``batch`` procs now and each next ``batch`` in a call
+        that ``later`` schedules (the next turn of the loop); ``done`` gets the
+        ids each batch sampled. A new round (or :meth:`clear`) stops the one
+        under way."""
+        self._round += 1
+        self._sample_batches(self._round, list(proc_ids), batch, done, later)
+
+    def _sample_batches(
+        self,
+        round_: int,
+        proc_ids: list[int],
+        batch: int,
+        done: Callable[[list[int]], None],
+        later: Callable[[Callable[[], None]], None],
+    ) -> None:
+        if round_ != self._round:
+            return
+        rest = proc_ids[batch:]
+        if rest:
+            later(lambda: self._sample_batches(round_, rest, batch, done, later))
+        done(self.sample(proc_ids[:batch]))
+
+    def sample_others(self, running: set[int], shown: set[int], count: int) -> bool:
+        """Take the latest values (no ring point) of ``count`` of ``running`` not in
+        ``shown``, in turn from where the last call stopped; True if any was read."""
+        others = sorted(running - shown)
+        if not others:
+            return False
+        start = self._next_other % len(others)
+        batch = (others[start:] + others[:start])[:count]
+        self._next_other = start + len(batch)
+        return bool(self.sample(batch, ring=False))
+
     def forget(self, proc_ids: Iterable[int]) -> None:
         """Drop the histories of ``proc_ids`` (their rows went away)."""
         for proc_id in proc_ids:
@@ -255,6 +305,7 @@ class RowSampler:
     def clear(self) -> None:
         """Drop every history (the model shows another scope)."""
         self._histories.clear()
+        self._round += 1
 
     def __len__(self) -> int:
         return len(self._histories)

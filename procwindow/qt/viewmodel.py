@@ -103,10 +103,10 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     person scrolls away from the end, and turns true again once they are back
     there. The pane tells the model what the view did; the model answers with
     ``positionAtEnd`` (put the view at its end now) and ``liveRequested``
-    (jump to the live tail, as the End key does). When the output model
-    rebases (drops its oldest rows in a reset), a view that follows goes to
-    its end and one that does not stays on its lines (``positionAt``); the
-    selection moves with its lines. Lines the pane no longer holds are named,
+    (jump to the live tail, as the End key does). When the output model's
+    rows shift (its oldest lines went), a view that follows stays at its end
+    and one that does not stays on its lines (``positionAt``); the selection
+    moves with its lines. Lines the pane no longer holds are named,
     with the log that keeps them (``earlierText``, ``openLog``, ``copyLogPath``).
     Esc clears the filter and the selection; in an empty filter field it hands
     the keys back to the table (``leaveFilter``).
@@ -137,7 +137,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     revealRow = Signal(int)
     """The table should scroll row ``row`` into view."""
     positionAt = Signal(float)
-    """The output view should scroll to ``y`` px below its first row (after a rebase)."""
+    """The output view should scroll to ``y`` px below its first row (after a shift)."""
     linesReplaced = Signal()
     """The output view shows other lines now: what it measured of the old ones is stale."""
     leaveFilter = Signal()
@@ -190,7 +190,6 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._jumped = False
         self._texts = _PaneTexts()
         self._log_files: tuple[int, float, list[str]] = (-1, 0.0, [])  # proc, when, files
-        self._rebase: tuple[int, float] | None = None  # rows dropped, new view position
         self._closed = False
         self._stats_texts = (NO_VALUE, NO_VALUE)
 
@@ -218,7 +217,8 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         output_model.partialChanged.connect(self.followTail)
         # Going to a match stops following, as scrolling away does.
         self._find.revealRow.connect(self.scrollStarted)
-        output_model.rowsRemoved.connect(self._on_rows_removed)
+        output_model.shifted.connect(self._shift_selection)
+        output_model.shifted.connect(self.followTail)
         for signal in (
             output_model.lineCountChanged,
             output_model.matchCountChanged,
@@ -749,10 +749,6 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         else:
             self._select(max(anchor, 0), max(cursor, 0))
 
-    def _on_rows_removed(self, _parent: object, first: int, last: int) -> None:
-        if first == 0:
-            self._shift_selection(last + 1)
-
     @Slot()
     def copySelection(self) -> None:
         """Copy the selected lines (plain text) to the clipboard, and say so."""
@@ -797,34 +793,17 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             self._stick_later.start()
 
     @Slot(int, float, float)
-    def outputRebasing(self, rows: int, top: float, lineHeight: float) -> None:
-        """The output model is about to drop its oldest ``rows`` rows in a reset
-        (``OutputModel.rebasing``); the view is ``top`` px below its first row,
-        of rows ``lineHeight`` px high. :meth:`outputRebased` puts it back.
-        """
-        self._rebase = rows, max(0.0, top - rows * lineHeight)
-
-    @Slot()
-    def outputRebased(self) -> None:
-        """The rebase is done (``OutputModel.rebased``): the selection moves with its
-        lines; the view goes to its end if following, else back on its lines
-        (``positionAt``)."""
-        rebase, self._rebase = self._rebase, None
-        if rebase is None:
-            return
-        rows, top = rebase
-        self._shift_selection(rows)
-        if self._following:
-            self.positionAtEnd.emit()
-        else:
-            self.positionAt.emit(top)
+    def outputShifted(self, rows: int, top: float, lineHeight: float) -> None:
+        """The output rows shifted up by ``rows`` (``OutputModel.shifted``) under a
+        view ``top`` px below its first row, of rows ``lineHeight`` px high: one
+        that does not follow goes back on its lines (``positionAt``)."""
+        if not self._following:
+            self.positionAt.emit(max(0.0, top - rows * lineHeight))
 
     @Slot()
     def outputReset(self) -> None:
         """The output view took a reset: no line is selected; back to the end if
-        following. (Not after :meth:`outputRebasing`: a rebase keeps its lines.)"""
-        if self._rebase is not None:
-            return
+        following."""
         self.clearSelection()
         self.linesReplaced.emit()
         self._stick()

@@ -6,8 +6,10 @@ a subprocess where PySide6 cannot be imported.
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
+import random
 import subprocess
 import sys
 import textwrap
@@ -16,12 +18,15 @@ from pathlib import Path
 import pytest
 
 from procwindow.core import Line, Stream
+from procwindow.qt.models import _lines
 from procwindow.qt.models._lines import (
     FILTER_CHUNK,
     STRIP_AT_ONCE,
+    TEXT_CHUNK,
     FilterError,
     LineBuffer,
     NewRows,
+    Texts,
     Trim,
     compile_filter,
 )
@@ -305,6 +310,85 @@ def test_lines_trimmed_during_a_scan_never_become_rows() -> None:
     buf.drop_front(trim.lines)
     show(buf, budget=ONE_CHUNK)
     assert rows_of(buf) == [f"hit {i}" for i in range(MANY // 2, MANY + MANY // 2) if i % 7 == 0]
+
+
+# -- storage ------------------------------------------------------------------------
+
+
+def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
+    """Appends of every size, trims, clears and filters, with chunks and compactions
+    small enough to happen often: what the buffer shows is what a plain list of the
+    lines shows."""
+    saved = _lines.COMPACT_MIN, _lines.TEXT_CHUNK
+    _lines.COMPACT_MIN, _lines.TEXT_CHUNK = 8, 5
+    try:
+        rnd = random.Random(7)
+        buf = LineBuffer(max_lines=40)
+        held: list[Line] = []  # the reference: the lines held, oldest first
+        seq = 0
+        for step in range(400):
+            count = rnd.choice([0, 1, 2, 3, 7, 30, 120])
+            lines = [
+                Line(
+                    seq + i + 1,
+                    Stream.STDERR if rnd.random() < 0.3 else Stream.STDOUT,
+                    float(seq + i),
+                    f"\x1b[1mhit\x1b[0m {seq + i}" if (seq + i) % 3 == 0 else f"line {seq + i}",
+                    split=rnd.random() < 0.1,
+                )
+                for i in range(count)
+            ]
+            seq += count + rnd.choice([0, 0, 0, 5])  # now and then a gap in the seqs
+            buf.extend(lines)
+            held += lines
+            if step % 50 == 49:
+                buf.max_lines = rnd.choice([10, 40, 90])
+            if step % 97 == 96:
+                buf.clear()
+                held.clear()
+            if step % 61 == 60:
+                buf.set_filter(compile_filter(rnd.choice(["", "hit", "1"]), False, False))
+            show(buf, budget=rnd.choice([ONE_CHUNK, math.inf]))
+            del held[: max(0, len(held) - buf.max_lines)]
+            assert [tuple(line) for line in buf.lines] == [
+                (ln.seq, ln.stream is Stream.STDERR, ln.time, ln.text, ln.split) for ln in held
+            ]
+            plain = [ln.text.replace("\x1b[1m", "").replace("\x1b[0m", "") for ln in held]
+            assert [buf.text(i) for i in range(len(held))] == plain
+            shown = [t for t in plain if buf._matcher is None or buf._matcher([t], 0)]
+            assert rows_of(buf) == shown
+            assert buf.copy_all() == "\n".join(shown)
+            if held:
+                probe = rnd.choice(held)
+                row = buf.row_of_seq(probe.seq)
+                expect = (
+                    shown.index(plain[held.index(probe)])
+                    if plain[held.index(probe)] in shown
+                    else -1
+                )
+                assert row == expect
+    finally:
+        _lines.COMPACT_MIN, _lines.TEXT_CHUNK = saved
+
+
+def test_the_garbage_collector_sees_no_object_per_line() -> None:
+    """A full collection visits every item of every list it tracks; the buffer's
+    lines are in arrays and tuples of strings, which it does not look into."""
+    buf = LineBuffer(max_lines=30_000)
+    buf.set_filter(compile_filter("1", regex=False, case_sensitive=False))
+    for first in range(0, 40_000, 2_000):
+        buf.extend(many(first=first, count=2_000))
+        show(buf)
+    assert len(buf.lines) == 30_000 and buf.row_count > 10_000
+    gc.collect()
+    tracked = [
+        buf,
+        *vars(buf).values(),
+        buf._texts,
+        *(getattr(buf._texts, s) for s in Texts.__slots__),
+    ]
+    visited = [len(gc.get_referents(obj)) for obj in tracked if gc.is_tracked(obj)]
+    assert max(visited) < 30_000 // TEXT_CHUNK + 10, visited
 
 
 # -- without Qt ---------------------------------------------------------------------

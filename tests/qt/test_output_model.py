@@ -161,7 +161,37 @@ def test_appends_are_batched_one_insert_per_frame(
     assert len(inserts) <= total // 1000
 
 
-def test_ring_cap_removes_the_oldest_rows(
+def test_a_flood_is_shown_at_fewer_frames_a_second(sup: Supervisor, qrun: QRun) -> None:
+    model = OutputModel(sup)
+    model.maxLines = 5_000
+    shifts: list[float] = []
+    model.shifted.connect(lambda _rows: shifts.append(time.monotonic()))
+
+    async def scenario() -> None:
+        # Far more lines a frame than the pane reads in one: a flood.
+        p = await sup.spawn(
+            py(
+                """
+                import os
+                block = b"flood line\\n" * 100_000
+                while True:
+                    os.write(1, block)
+                """
+            ),
+            session="s1",
+            agent="a1",
+        )
+        model.procId = p.id
+        await until(lambda: len(shifts) >= 10, timeout=30, what="ten frames of a full pane")
+        await sup.kill(p.id)
+        await sup.wait(p.id)
+
+    qrun(scenario())
+    gaps = [b - a for a, b in itertools.pairwise(shifts)]
+    assert all(gap >= (output.FLOOD_FRAME_MS - 2) / 1000 for gap in gaps), gaps
+
+
+def test_ring_cap_drops_the_oldest_lines_and_shifts_the_rows(
     sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
 ) -> None:
     p = finished(sup, qrun, "for i in range(1000): print('line', i)")
@@ -172,9 +202,15 @@ def test_ring_cap_removes_the_oldest_rows(
     assert (model.rowCount(), model.lineCount) == (100, 100)
     assert lines_of(model)[0] == "line 900"
     removed: list[tuple[int, int]] = []
+    changed: list[tuple[int, int, list[int]]] = []
+    shifted: list[int] = []
     model.rowsRemoved.connect(lambda _p, first, last: removed.append((first, last)))
+    model.dataChanged.connect(lambda a, b, roles: changed.append((a.row(), b.row(), list(roles))))
+    model.shifted.connect(shifted.append)
     model.maxLines = 10
-    assert removed == [(0, 89)]
+    # The oldest 90 lines go: no row goes at the front; the ten rows left show
+    # the newest lines (every role), and the rows past them go at the end.
+    assert (removed, changed, shifted) == ([(10, 99)], [(0, 9, [])], [90])
     assert lines_of(model) == [f"line {i}" for i in range(990, 1000)]
 
 

@@ -1,4 +1,4 @@
-"""The output pane without a window: the OutputModel's rebases and what it no
+"""The output pane without a window: the OutputModel's shifting rows and what it no
 longer holds, and the ProcWindowModel's decisions about them (texts, Esc, the
 log, where the view goes), over a real supervisor and real children."""
 
@@ -21,7 +21,6 @@ from procwindow.qt import (
     StatsSampler,
     viewmodel,
 )
-from procwindow.qt.models import output
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -70,44 +69,82 @@ def panes() -> Iterator[list[Pane]]:
         pane.close()
 
 
-def test_rebases_keep_the_rows_removed_between_resets_bounded(
-    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester, monkeypatch: pytest.MonkeyPatch
+class RowMirror:
+    """What a view knows of an OutputModel's rows, from its signals alone: the
+    seq each row shows. It checks the rules of the row signals as they come."""
+
+    def __init__(self, model: OutputModel) -> None:
+        self.model = model
+        self.seqs: list[int] = []
+        self.before: list[int] | None = None  # the rows before a dataChanged
+        self.events: list[str] = []
+        self.shifted = 0
+        model.modelReset.connect(self._reset)
+        model.rowsInserted.connect(self._inserted)
+        model.rowsRemoved.connect(self._removed)
+        model.dataChanged.connect(self._changed)
+        model.shifted.connect(self._shifted)
+
+    def _seq(self, row: int) -> int:
+        return int(self.model.data(self.model.index(row), OutputRole.SEQ))
+
+    def _reset(self) -> None:
+        self.events.append("reset")
+        self.seqs = [self._seq(r) for r in range(self.model.rowCount())]
+
+    def _inserted(self, _parent: object, first: int, last: int) -> None:
+        self.events.append("inserted")
+        assert first == len(self.seqs)  # at the end only
+        self.seqs += [self._seq(r) for r in range(first, last + 1)]
+
+    def _removed(self, _parent: object, first: int, last: int) -> None:
+        self.events.append("removed")
+        assert last == len(self.seqs) - 1  # at the end only
+        del self.seqs[first:]
+
+    def _changed(self, top: object, bottom: object, _roles: list[int]) -> None:
+        self.events.append("changed")
+        first, last = top.row(), bottom.row()  # type: ignore[attr-defined]
+        assert (first, last) == (0, len(self.seqs) - 1)  # every row that stays
+        self.before = list(self.seqs)
+        self.seqs = [self._seq(r) for r in range(len(self.seqs))]
+
+    def _shifted(self, rows: int) -> None:
+        assert self.events[-1] == "changed" and self.before is not None
+        self.events.append("shifted")
+        self.shifted += rows
+        # Each row shows what the row ``rows`` below it showed.
+        kept = self.before[rows:]
+        assert self.seqs[: len(kept)] == kept
+        self.before = None
+
+
+def test_rows_shift_and_never_leave_from_the_front(
+    sup: Supervisor, qrun: QRun, qtmodeltester: ModelTester
 ) -> None:
-    monkeypatch.setattr(output, "REBASE_ROWS", 120)
     model = OutputModel(sup)
     model.maxLines = 100
     qtmodeltester.check(model)
-    events: list[tuple[str, int]] = []
-    model.rowsRemoved.connect(lambda _p, first, last: events.append(("removed", last - first + 1)))
-    model.rowsInserted.connect(
-        lambda _p, first, last: events.append(("inserted", last - first + 1))
-    )
-    model.rebasing.connect(lambda rows: events.append(("rebasing", rows)))
-    model.modelAboutToBeReset.connect(lambda: events.append(("reset", 0)))
-    model.rebased.connect(lambda rows: events.append(("rebased", rows)))
+    mirror = RowMirror(model)
+    counts: list[int] = []
+    model.rowsInserted.connect(lambda *_: counts.append(model.rowCount()))
 
     async def scenario() -> None:
         p = await sup.spawn(BURSTS, session="s", agent="a")
         model.procId = p.id
         await until(lambda: model.rowCount() and texts(model)[-1] == "line 999", what="all read")
 
-    events.clear()  # the reset of procId
     qrun(scenario())
     assert texts(model) == [f"line {i}" for i in range(900, 1000)]
-    # Every row that went is counted once: removed rows, or rebased ones. (The
-    # model skips what falls behind by more than maxLines: not every line was a row.)
-    gone = sum(n for kind, n in events if kind in ("removed", "rebased"))
-    assert gone == sum(n for kind, n in events if kind == "inserted") - 100
-    rebases = [i for i, (kind, _) in enumerate(events) if kind == "rebasing"]
-    assert len(rebases) >= 2
-    for i in rebases:  # announced, reset, done, for the same rows
-        assert events[i + 1] == ("reset", 0) and events[i + 2] == ("rebased", events[i][1])
-    # Between two resets, at most REBASE_ROWS rows are removed from the front.
-    since_reset = 0
-    for kind, n in events:
-        since_reset = 0 if kind == "reset" else since_reset + (n if kind == "removed" else 0)
-        assert since_reset <= 120
-    assert model.earlierLines == 900
+    # What the signals said is what the model shows.
+    assert mirror.seqs == [int(model.data(model.index(r), OutputRole.SEQ)) for r in range(100)]
+    # One reset (the procId); the pane filled, then its rows shifted, many
+    # times, never more than maxLines of them: view positions stay bounded.
+    assert mirror.events.count("reset") == 1 and mirror.events.count("shifted") >= 2
+    assert max(counts) == 100
+    # Every line that went before the newest 100 was shifted out (or skipped:
+    # the model skips what falls behind by more than maxLines).
+    assert mirror.shifted <= model.earlierLines == 900
 
 
 def test_earlier_lines_and_the_logs(sup: Supervisor, qrun: QRun) -> None:
@@ -239,24 +276,30 @@ def test_the_selection_and_the_view_keep_their_lines_when_rows_go(
     out.maxLines = 10
     assert not w.hasSelection
 
-    # A rebase: the selection moves, and the view stays on its lines (not following)
-    # or goes to its end (following); it is not a reset that forgets them.
+    # Rows that shift: the selection moves with its lines, and a view that does
+    # not follow goes back on its lines (the pane passes each ``shifted`` on with
+    # where the view is); one that follows goes to its end. No reset forgets them.
     places: list[object] = []
     w.positionAt.connect(places.append)
     w.positionAtEnd.connect(lambda: places.append("end"))
     w.linesReplaced.connect(lambda: places.append("replaced"))
+    shifts: list[int] = []
+    out.shifted.connect(shifts.append)
     w.pressLine(5, False)
     w.scrollStarted()
-    w.outputRebasing(3, 180.5, 18.0)
-    w.outputReset()
-    w.outputRebased()
-    assert places == [180.5 - 54.0] and (w.selectionStart, w.selectionEnd) == (2, 2)
+    out.maxLines = 7
+    assert shifts == [3] and (w.selectionStart, w.selectionEnd) == (2, 2)
+    w.outputShifted(3, 180.5, 18.0)
+    assert places == [180.5 - 54.0]
+    w.outputShifted(20, 180.5, 18.0)  # the lines at the top of the view went too
+    assert places[1:] == [0.0]
     w.following = True
-    w.outputRebasing(8, 10.0, 18.0)
-    w.outputReset()
-    w.outputRebased()
-    assert places[1:] == ["end"] and not w.hasSelection
-    # Any other reset forgets the selection and what the view measured.
+    out.maxLines = 2
+    w.outputShifted(5, 10.0, 18.0)
+    assert shifts[1:] == [5] and not w.hasSelection
+    qrun(until(lambda: "end" in places, what="following: to the end"))
+    assert places[2:] == ["end"]
+    # Any reset forgets the selection and what the view measured.
     w.pressLine(1, False)
     w.outputReset()
-    assert places[2:] == ["replaced", "end"] and not w.hasSelection
+    assert places[3:] == ["replaced", "end"] and not w.hasSelection

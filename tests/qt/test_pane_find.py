@@ -20,7 +20,6 @@ from procwindow.qt import (
     ProcWindowModel,
     StatsSampler,
 )
-from procwindow.qt.models import output
 from procwindow.qt.models.output import DEFAULT_COLORS
 from procwindow.qt.pane import OutputFind
 from tests.core.helpers import py, until
@@ -160,22 +159,28 @@ def test_the_current_match_stays_on_its_line_as_lines_go(
     assert out.currentMatch == -1
 
 
-def test_the_current_match_moves_with_its_line_through_a_rebase(
-    sup: Supervisor, qrun: QRun, panes: list[Pane], monkeypatch: pytest.MonkeyPatch
+def test_the_current_match_is_drawn_on_its_line_when_rows_shift(
+    sup: Supervisor, qrun: QRun, panes: list[Pane]
 ) -> None:
-    monkeypatch.setattr(output, "REBASE_ROWS", 3)
     pane = open_pane(sup, qrun, panes, ["seq", "1", "100"], 100)
     out, find = pane.output, pane.find
     out.filterText = "5"  # 5, 15, 25, 35, 45, 50..59, 65, 75, 85, 95: 19 lines
     qrun(until(lambda: not out.filtering))
-    rebased: list[int] = []
-    out.rebased.connect(rebased.append)
     for _ in range(7):
         find.next()
     assert out.data(out.index(out.currentMatch), OutputRole.TEXT) == "51"
-    out.maxLines = 50  # 1-50 go: six rows, more than REBASE_ROWS, in one reset
-    assert rebased == [6]
-    assert out.data(out.index(out.currentMatch), OutputRole.TEXT) == "51"
+    assert marked(pane.styled(6), CURRENT) == ["5"]
+    # What a view redraws when the rows shift, it draws with the current match
+    # already on its new row.
+    drawn: dict[int, str] = {}
+    out.dataChanged.connect(
+        lambda a, b, _roles: drawn.update({r: pane.styled(r) for r in range(a.row(), b.row() + 1)})
+    )
+    out.maxLines = 50  # 1-50 go: six rows
+    assert out.currentMatch == 0
+    assert out.data(out.index(0), OutputRole.TEXT) == "51"
+    assert marked(drawn[0], CURRENT) == ["5"] and marked(drawn[0], MATCH) == []
+    assert marked(drawn[6], MATCH) == ["5"] and marked(drawn[6], CURRENT) == []  # 57
     assert pane.model.matchText == "1 of 13"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Callable
 
@@ -13,7 +14,13 @@ from procwindow.core import ProcStats, Supervisor
 from procwindow.qt import ProcModel, ProcRole
 from procwindow.qt.models import proc as proc_module
 from procwindow.qt.models.roles import STATS_ROLES
-from procwindow.qt.sampler import HISTORY_LENGTH, RowSampler, cpu_text, memory_text
+from procwindow.qt.sampler import (
+    HISTORY_LENGTH,
+    SAMPLE_BATCH,
+    RowSampler,
+    cpu_text,
+    memory_text,
+)
 from procwindow.qt.sparkline import drawing_of
 from tests.core.helpers import py, until
 
@@ -147,6 +154,43 @@ def test_rows_off_screen_are_not_sampled(sup: Supervisor, qrun: QRun) -> None:
     model.sample()
     assert calls == [model.procIdAt(4), model.procIdAt(5)]
     assert len(model.history(shown[0]).cpu) == 2  # type: ignore[union-attr]
+    model.close()
+
+
+def test_the_timer_samples_a_few_rows_per_turn_of_the_loop(sup: Supervisor, qrun: QRun) -> None:
+    calls: list[int] = []
+    sup.stats = counting(sup, calls)  # type: ignore[method-assign]
+    model = ProcModel(sup, "s", "a")
+    model._timer.timeout.disconnect()  # the test runs the timer's handler by hand
+    for _ in range(SAMPLE_BATCH * 2 + 1):
+        qrun(sup.spawn(SLEEP, session="s", agent="a"))
+    qrun(until(lambda: model.rowCount() == SAMPLE_BATCH * 2 + 1))
+    rows = model.rowCount()
+    memory = model.columnNames.index("memory")
+    announced: list[tuple[int, int]] = []
+    model.dataChanged.connect(
+        lambda top, bottom, _roles: (
+            announced.append((top.row(), bottom.row())) if bottom.column() == memory else None
+        )
+    )
+
+    model._on_timer()
+    # The handler samples one batch; the others come in the next turns.
+    first = list(calls)
+    assert first == [model.procIdAt(row) for row in range(SAMPLE_BATCH)]
+    assert announced == [(0, SAMPLE_BATCH - 1)]
+    qrun(until(lambda: len(calls) == rows, what="every row sampled"))
+    qrun(asyncio.sleep(0.05))
+    assert calls == [model.procIdAt(row) for row in range(rows)]  # each once, in order
+    batches = range(0, rows, SAMPLE_BATCH)
+    assert sorted(announced) == [(b, min(b + SAMPLE_BATCH, rows) - 1) for b in batches]
+    # A round that starts before the last one is done ends that one.
+    calls.clear()
+    model._on_timer()
+    model._on_timer()
+    qrun(asyncio.sleep(0.1))
+    assert calls[:SAMPLE_BATCH] == calls[SAMPLE_BATCH : 2 * SAMPLE_BATCH]
+    assert sorted(calls[SAMPLE_BATCH:]) == sorted(model.procIdAt(row) for row in range(rows))
     model.close()
 
 

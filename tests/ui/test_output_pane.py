@@ -175,8 +175,9 @@ def test_rows_stay_evenly_spaced_through_20_million_lines(
 ) -> None:
     flood = Flood(sup)
     monkeypatch.setattr(sup, "read", flood.read)
-    # A frame takes a chunk (2,000 lines otherwise): 400 frames, not 10,000.
+    # A frame takes a chunk (2,000 lines at most otherwise): 400 frames, not 10,000.
     monkeypatch.setattr(output, "FRAME_READ_LIMIT", FLOOD_CHUNK)
+    monkeypatch.setattr(output, "FRAME_READ_MIN", FLOOD_CHUNK)
 
     async def scenario() -> None:
         proc = await sup.spawn(TICKER, session="flood", agent="a")
@@ -200,23 +201,23 @@ def test_rows_stay_evenly_spaced_through_20_million_lines(
         assert lines_shown(view)[-1].objectName() == f"line-{model.rowCount() - 1}"
 
         # Scrolled up, the view stays on its lines while more come (and the
-        # model rebases under it).
+        # rows shift under it).
         model.maxLines = 4 * FLOOD_CHUNK
         await wheel(window, view, 5)
         await until(lambda: view.property("following") is False, what="paused")
         await standing_still(view)
         before = shown_at(view)
-        rebases: list[int] = []
-        model.rebasing.connect(rebases.append)
+        shifts: list[int] = []
+        model.shifted.connect(shifts.append)
         flood.pour(3 * FLOOD_CHUNK)
         await until(lambda: flood.left == 0, what="more lines read")
         await settle(0.3)
-        assert rebases == [FLOOD_CHUNK]  # 100k rows removed since the last rebase, and 50k now
+        assert shifts == [FLOOD_CHUNK]  # 100k rows more fit, then 50k lines went
         # (The flood's seqs start over, so the notice of earlier lines may go:
         # the view grows at the bottom.)
         assert shown_at(view)[: len(before)] == before
         assert view.property("following") is False
-        assert_evenly_spaced(window, view, "paused, after a rebase")
+        assert_evenly_spaced(window, view, "paused, after the rows shifted")
 
         # And so it stays once the proc has ended.
         await sup.kill(proc.id)

@@ -25,8 +25,9 @@ import functools
 import itertools
 import re
 import time
+from array import array
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 from procwindow.core import Line, Stream
 
@@ -34,15 +35,19 @@ from .. import ansi
 from .format import time_text
 
 __all__ = [
+    "COMPACT_MIN",
     "FILTER_CHUNK",
     "MAX_MARKS",
     "STRIP_AT_ONCE",
+    "TEXT_CHUNK",
     "FilterError",
     "Held",
+    "HeldLines",
     "LineBuffer",
     "Marker",
     "Matcher",
     "NewRows",
+    "Texts",
     "Trim",
     "compile_filter",
     "compile_marker",
@@ -64,9 +69,20 @@ FILTER_CHUNK = 4096
 #: proc's whole ring, when it is selected) is stripped later, a chunk at a time
 #: (:meth:`LineBuffer.strip_some`), or where a filter or a copy needs it.
 STRIP_AT_ONCE = 4096
+#: Dropped lines a buffer keeps before it compacts its number columns (and at
+#: least as many as it holds): trimming moves an index, and every so often the
+#: columns.
+COMPACT_MIN = 4096
+#: The most texts in one tuple of a :class:`Texts` (and, once dropped, the most
+#: kept until the rest of their tuple goes).
+TEXT_CHUNK = 4096
 #: The most matches marked in one line (a one-letter filter over a long line
 #: would otherwise make a page of markup for one row).
 MAX_MARKS = 500
+
+
+_STDERR = 1
+_SPLIT = 2
 
 
 class FilterError(ValueError):
@@ -187,25 +203,187 @@ class NewRows(NamedTuple):
         return self.first + len(self.lines) - 1
 
 
+class Texts:
+    """The texts of a buffer's lines, raw and ANSI-stripped, by line number.
+
+    Kept as tuples of up to :data:`TEXT_CHUNK` strings, never as a list of them:
+    the garbage collector stops tracking a tuple of strings once it has seen
+    it, while it reads every item of a list at each full collection (~35 µs per
+    1,000 items: two lists of a million lines made each such pause 70 ms).
+
+    Lines ``first`` to ``end - 1`` are held. A chunk's plain texts are made when
+    it is stripped (``clean`` is the number of the first line not stripped):
+    chunks are stripped in order, and a chunk gets more lines only while in
+    the same state, so every line below ``clean`` is stripped.
+
+    >>> texts = Texts()
+    >>> texts.append(("a", "\\x1b[1mb"), stripped=False)
+    >>> texts.strip_to(2)
+    >>> texts.raw(1), texts.plain(1), texts.plains(0, 2)
+    ('\\x1b[1mb', 'b', ['a', 'b'])
+    """
+
+    __slots__ = ("_plain", "_raw", "_starts", "clean", "end", "first")
+
+    def __init__(self, first: int = 0) -> None:
+        self._raw: list[tuple[str, ...]] = []
+        self._plain: list[tuple[str, ...] | None] = []  # None: not stripped yet
+        self._starts: list[int] = []  # the number of each chunk's first line
+        self.first = self.end = self.clean = first
+
+    def _chunk(self, number: int) -> tuple[int, int]:
+        """The chunk of line ``number`` and its place in it."""
+        c = bisect.bisect_right(self._starts, number) - 1
+        return c, number - self._starts[c]
+
+    def raw(self, number: int) -> str:
+        c, i = self._chunk(number)
+        return self._raw[c][i]
+
+    def plain(self, number: int) -> str:
+        """The stripped text of line ``number`` (stripped now if its chunk is not yet)."""
+        c, i = self._chunk(number)
+        plain = self._plain[c]
+        return plain[i] if plain is not None else ansi.strip_ansi(self._raw[c][i])
+
+    def plains(self, first: int, stop: int) -> list[str]:
+        """The plain texts of lines ``first`` to ``stop - 1`` (stripped below ``clean``)."""
+        out: list[str] = []
+        if first >= stop:
+            return out
+        c, i = self._chunk(first)
+        while first < stop:
+            plain = self._plain[c]
+            part = self._raw[c] if plain is None else plain
+            take = part[i : i + stop - first]
+            out += take
+            first += len(take)
+            c, i = c + 1, 0
+        return out
+
+    def append(self, texts: tuple[str, ...], *, stripped: bool) -> None:
+        """Hold ``texts`` as lines ``end`` on (with ``stripped``: clean already,
+        allowed only when every line before them is stripped)."""
+        if not texts:
+            return
+        stripped = stripped and self.clean == self.end
+        plain = ansi.strip_lines(list(texts)) if stripped else None
+        at = 0
+        if self._raw and (self._plain[-1] is not None) == stripped:
+            # Top up the last chunk, so that small appends make few chunks.
+            room = TEXT_CHUNK - len(self._raw[-1])
+            if room > 0:
+                at = min(room, len(texts))
+                self._raw[-1] += texts[:at]
+                last = self._plain[-1]
+                if last is not None and plain is not None:
+                    self._plain[-1] = last + tuple(plain[:at])
+        for start in range(at, len(texts), TEXT_CHUNK):
+            self._starts.append(self.end + start)
+            self._raw.append(texts[start : start + TEXT_CHUNK])
+            self._plain.append(None if plain is None else tuple(plain[start : start + TEXT_CHUNK]))
+        self.end += len(texts)
+        if stripped:
+            self.clean = self.end
+
+    def drop_before(self, number: int) -> None:
+        """Forget lines before ``number`` (whole chunks; at most a chunk is kept)."""
+        self.first = max(self.first, number)
+        self.clean = max(self.clean, self.first)
+        gone = bisect.bisect_right(self._starts, self.first) - 1
+        if gone > 0:
+            del self._raw[:gone], self._plain[:gone], self._starts[:gone]
+
+    def strip_to(self, stop: int) -> None:
+        """Strip the chunks that hold lines before ``stop`` (``clean`` >= ``stop`` after)."""
+        while self.clean < min(stop, self.end):
+            c, _ = self._chunk(self.clean)
+            self._plain[c] = tuple(ansi.strip_lines(list(self._raw[c])))
+            self.clean = self._starts[c] + len(self._raw[c])
+
+
+class HeldLines(Sequence[Held]):
+    """The lines a :class:`LineBuffer` holds, oldest first, each as a :data:`Held`
+    tuple made when asked for (the buffer keeps them in columns)."""
+
+    __slots__ = ("_buf",)
+
+    def __init__(self, buf: LineBuffer) -> None:
+        self._buf = buf
+
+    def __len__(self) -> int:
+        return self._buf.held_count
+
+    @overload
+    def __getitem__(self, pos: int) -> Held: ...
+    @overload
+    def __getitem__(self, pos: slice) -> list[Held]: ...
+    def __getitem__(self, pos: int | slice) -> Held | list[Held]:
+        count = self._buf.held_count
+        if isinstance(pos, slice):
+            return [self._buf.held(i) for i in range(*pos.indices(count))]
+        if pos < 0:
+            pos += count
+        if not 0 <= pos < count:
+            raise IndexError("line position out of range")
+        return self._buf.held(pos)
+
+
 class LineBuffer:
-    """The lines of one proc, the rows among them, and the filter that picks them."""
+    """The lines of one proc, the rows among them, and the filter that picks them.
+
+    The lines are kept in columns, not as an object per line: seqs, times and
+    flags in arrays, the texts in tuples (:class:`Texts`). Appending a frame's
+    lines is a few C-level extends, and the garbage collector has nothing to
+    look at. Dropping the oldest lines moves a head index; the arrays are
+    compacted once the dropped part is as long as the rest, so trimming costs
+    the same at 10,000 lines as at a million (``del lines[:n]`` moved every
+    line left each frame).
+    """
 
     def __init__(self, max_lines: int) -> None:
         #: The cap on lines held (see :meth:`overflow`).
         self.max_lines = max_lines
-        #: The lines held, oldest first; ``lines[i]`` is line number ``base + i``.
-        self.lines: list[Held] = []
-        # _plain[i] is the text of lines[i], ANSI-stripped below line number
-        # _clean and still raw from there: stripping 100k lines costs ~0.1 s,
-        # too long to do at once when a proc is selected.
-        self._plain: list[str] = []
+        # Array item i is line number i - _head + _base, for i >= _head; below
+        # _head, dropped lines until the next compaction.
+        self._seqs = array("q")
+        self._times = array("d")
+        self._flags = bytearray()  # _STDERR | _SPLIT
+        self._head = 0
         self._base = 0
-        self._clean = 0
+        # The texts, by line number; stripped below _texts.clean and still raw
+        # from there: stripping 100k lines costs ~0.1 s, too long to do at once
+        # when a proc is selected.
+        self._texts = Texts()
         self._scanned = 0  # the number of the first line not yet considered for a row
-        self._rows: list[int] | None = None  # None: every scanned line is a row
+        # The numbers of the lines that are rows, from _rows[_rows_head] on
+        # (None: every scanned line is a row).
+        self._rows: array[int] | None = None
+        self._rows_head = 0
         self._matcher: Matcher | None = None
 
     # -- reading -----------------------------------------------------------------
+
+    @property
+    def lines(self) -> HeldLines:
+        """The lines held, oldest first: ``lines[i]`` is line number ``base + i``."""
+        return HeldLines(self)
+
+    @property
+    def held_count(self) -> int:
+        """The number of lines held (``len(lines)``)."""
+        return len(self._seqs) - self._head
+
+    def held(self, pos: int) -> Held:
+        """``lines[pos]`` (``0 <= pos < held_count``)."""
+        i = self._head + pos
+        flags = self._flags[i]
+        raw = self._texts.raw(self._base + pos)
+        return (self._seqs[i], bool(flags & _STDERR), self._times[i], raw, bool(flags & _SPLIT))
+
+    def first_seq(self) -> int:
+        """The seq of the oldest line held, or 0 when none is."""
+        return self._seqs[self._head] if self._head < len(self._seqs) else 0
 
     @property
     def base(self) -> int:
@@ -215,11 +393,13 @@ class LineBuffer:
     @property
     def end(self) -> int:
         """The number the next appended line gets."""
-        return self._base + len(self.lines)
+        return self._texts.end
 
     @property
     def row_count(self) -> int:
-        return self._scanned - self._base if self._rows is None else len(self._rows)
+        if self._rows is None:
+            return self._scanned - self._base
+        return len(self._rows) - self._rows_head
 
     @property
     def filtering(self) -> bool:
@@ -230,7 +410,7 @@ class LineBuffer:
     def pending(self) -> bool:
         """True while some held lines are not scanned or not stripped yet."""
         end = self.end
-        return self._scanned < end or self._clean < end
+        return self._scanned < end or self._texts.clean < end
 
     def position(self, row: int) -> int:
         """The index into :attr:`lines` of ``row``, or -1."""
@@ -238,24 +418,39 @@ class LineBuffer:
             return -1
         if self._rows is None:
             return row if row < self._scanned - self._base else -1
-        return self._rows[row] - self._base if row < len(self._rows) else -1
+        i = self._rows_head + row
+        return self._rows[i] - self._base if i < len(self._rows) else -1
 
     def row_of_seq(self, seq: int) -> int:
         """The row of the line numbered ``seq`` by the supervisor, or -1 (not
         held, filtered out, or not scanned yet)."""
-        pos = bisect.bisect_left(self.lines, seq, key=lambda held: held[0])
-        if pos >= len(self.lines) or self.lines[pos][0] != seq:
+        seqs, head = self._seqs, self._head
+        i = bisect.bisect_left(seqs, seq, lo=head)
+        if i >= len(seqs) or seqs[i] != seq:
             return -1
+        pos = i - head
         number = self._base + pos
         if self._rows is None:
             return pos if number < self._scanned else -1
-        row = bisect.bisect_left(self._rows, number)
-        return row if row < len(self._rows) and self._rows[row] == number else -1
+        rows = self._rows
+        at = bisect.bisect_left(rows, number, lo=self._rows_head)
+        return at - self._rows_head if at < len(rows) and rows[at] == number else -1
 
     def text(self, pos: int) -> str:
         """The plain (ANSI-stripped) text of ``lines[pos]``."""
-        text = self._plain[pos]
-        return text if self._base + pos < self._clean else ansi.strip_ansi(text)
+        return self._texts.plain(self._base + pos)
+
+    def raw(self, pos: int) -> str:
+        """The text of ``lines[pos]`` as it came (with its escape sequences)."""
+        return self._texts.raw(self._base + pos)
+
+    def is_stderr(self, pos: int) -> bool:
+        """True if ``lines[pos]`` came on stderr."""
+        return bool(self._flags[self._head + pos] & _STDERR)
+
+    def time(self, pos: int) -> float:
+        """When ``lines[pos]`` arrived (seconds since the epoch)."""
+        return self._times[self._head + pos]
 
     def copy_rows(self, rows: Iterable[int], times: bool = False) -> str:
         """The plain text of these rows (others ignored), in row order, one per line;
@@ -264,96 +459,113 @@ class LineBuffer:
         wanted = sorted({int(r) for r in rows if 0 <= int(r) < count})
         positions = [self.position(r) for r in wanted]
         if times:
-            lines = self.lines
-            return "\n".join(timed(lines[p][2], self.text(p)) for p in positions)
+            return "\n".join(timed(self.time(p), self.text(p)) for p in positions)
         return "\n".join(self.text(p) for p in positions)
 
     def copy_all(self, times: bool = False) -> str:
         """The plain text of every row, one per line (with ``times``, as :meth:`copy_rows`)."""
+        base = self._base
         self.strip_to(self._scanned)
-        base, plain = self._base, self._plain
-        shown = range(base, self._scanned) if self._rows is None else self._rows
-        if times:
-            lines = self.lines
-            return "\n".join(timed(lines[i - base][2], plain[i - base]) for i in shown)
+        plain = self._texts.plains(base, self._scanned)
         if self._rows is None:
-            return "\n".join(plain[: self._scanned - base])
-        return "\n".join(plain[i - base] for i in self._rows)
+            shown: Iterable[int] = range(len(plain))
+        else:
+            shown = [n - base for n in self._rows[self._rows_head :]]
+        if times:
+            when, head = self._times, self._head
+            return "\n".join(timed(when[head + p], plain[p]) for p in shown)
+        if self._rows is None:
+            return "\n".join(plain)
+        return "\n".join(plain[p] for p in shown)
 
     # -- lines -------------------------------------------------------------------
 
     def reset(self) -> None:
         """Hold nothing, numbering from 0 (another proc's lines come next)."""
-        self.lines, self._plain = [], []
-        self._base = self._clean = self._scanned = 0
-        self._rows = None if self._matcher is None else []
+        self._drop_all(0)
 
     def clear(self) -> None:
         """Drop every line; later lines go on with the numbering."""
-        self._base = self._clean = self._scanned = self.end
-        self.lines, self._plain = [], []
-        self._rows = None if self._matcher is None else []
+        self._drop_all(self.end)
+
+    def _drop_all(self, base: int) -> None:
+        self._seqs, self._times, self._flags = array("q"), array("d"), bytearray()
+        self._head = 0
+        self._base = self._scanned = base
+        self._texts = Texts(base)
+        self._rows = None if self._matcher is None else array("q")
+        self._rows_head = 0
 
     def extend(self, lines: Sequence[Line]) -> None:
         """Append lines (not rows yet: see :meth:`take_new`)."""
         if not lines:
             return
-        caught_up = self._clean == self.end
-        # Held as tuples of plain values: the garbage collector stops tracking
-        # those, so 100k held lines add nothing to its pauses (a Line holds a
-        # Stream member, which keeps it tracked).
-        self.lines += [
-            (ln.seq, ln.stream is Stream.STDERR, ln.time, ln.text, ln.split) for ln in lines
-        ]
-        self._plain += [ln.text for ln in lines]
-        if caught_up and len(lines) <= STRIP_AT_ONCE:
-            self.strip_to(self.end)
+        # One C-level pass turns the lines into columns.
+        seqs, streams, times, texts, splits, *_ = zip(*lines, strict=True)
+        self._seqs.extend(seqs)
+        self._times.extend(times)
+        if Stream.STDERR in streams or True in splits:
+            self._flags += bytes(
+                [(s is Stream.STDERR) | (p << 1) for s, p in zip(streams, splits, strict=True)]
+            )
+        else:
+            self._flags += bytes(len(texts))
+        self._texts.append(texts, stripped=len(texts) <= STRIP_AT_ONCE)
 
     def overflow(self) -> Trim | None:
         """What dropping the lines beyond ``max_lines`` removes, or None: nothing."""
-        excess = len(self.lines) - self.max_lines
+        excess = self.held_count - self.max_lines
         if excess <= 0:
             return None
         cut = self._base + excess  # the number of the first line kept
         if self._rows is None:
             shown = min(self._scanned, cut) - self._base
         else:
-            shown = bisect.bisect_left(self._rows, cut)
+            shown = bisect.bisect_left(self._rows, cut, lo=self._rows_head) - self._rows_head
         return Trim(excess, shown)
 
     def drop_front(self, count: int) -> None:
         """Drop the oldest ``count`` lines, and the rows they were."""
+        count = min(count, self.held_count)
         if count <= 0:
             return
-        del self.lines[:count]
-        del self._plain[:count]
+        self._head += count
         self._base += count
-        self._clean = max(self._clean, self._base)
+        self._texts.drop_before(self._base)
         self._scanned = max(self._scanned, self._base)
-        if self._rows:
-            del self._rows[: bisect.bisect_left(self._rows, self._base)]
+        if self._rows is not None:
+            self._rows_head = bisect.bisect_left(self._rows, self._base, lo=self._rows_head)
+        self._compact()
+
+    def _compact(self) -> None:
+        """Forget the dropped part of the columns once it is as long as the rest."""
+        head = self._head
+        if head >= COMPACT_MIN and 2 * head >= len(self._seqs):
+            del self._seqs[:head], self._times[:head], self._flags[:head]
+            self._head = 0
+        rows = self._rows
+        if rows is not None and self._rows_head >= COMPACT_MIN and 2 * self._rows_head >= len(rows):
+            del rows[: self._rows_head]
+            self._rows_head = 0
 
     def strip_to(self, stop: int) -> None:
-        """Strip the lines up to line number ``stop`` (exclusive)."""
-        if stop <= self._clean:
-            return
-        first, last = self._clean - self._base, stop - self._base
-        self._plain[first:last] = ansi.strip_lines(self._plain[first:last])
-        self._clean = stop
+        """Strip the lines up to line number ``stop`` (exclusive), at least."""
+        self._texts.strip_to(stop)
 
     def strip_some(self, budget: float) -> None:
         """Strip unstripped lines in chunks, for about ``budget`` seconds."""
         deadline = time.perf_counter() + budget
-        end = self.end
-        while self._clean < end and time.perf_counter() < deadline:
-            self.strip_to(min(self._clean + FILTER_CHUNK, end))
+        texts = self._texts
+        while texts.clean < texts.end and time.perf_counter() < deadline:
+            texts.strip_to(texts.clean + 1)
 
     # -- rows --------------------------------------------------------------------
 
     def set_filter(self, matcher: Matcher | None) -> None:
         """Filter with ``matcher`` (None: every line) from scratch: no rows until scanned."""
         self._matcher = matcher
-        self._rows = None if matcher is None else []
+        self._rows = None if matcher is None else array("q")
+        self._rows_head = 0
         self._scanned = self._base
 
     def take_new(self, budget: float) -> NewRows | None:
@@ -367,14 +579,14 @@ class LineBuffer:
         if self._rows is None:
             return NewRows(self._scanned - self._base, range(self._scanned, end))
         found = self._scan(budget)
-        return NewRows(len(self._rows), found) if found else None
+        return NewRows(self.row_count, found) if found else None
 
     def add_rows(self, new: NewRows) -> None:
         """Make rows of what :meth:`take_new` returned."""
         if self._rows is None:
             self._scanned = max(self._scanned, new.lines[-1] + 1)
         else:
-            self._rows += new.lines
+            self._rows.extend(new.lines)
 
     def scan(self, budget: float) -> None:
         """:meth:`take_new` and :meth:`add_rows` at once."""
@@ -385,14 +597,14 @@ class LineBuffer:
     def _scan(self, budget: float) -> list[int]:
         """Advance the filter over unscanned lines for about ``budget`` seconds; the matches."""
         assert self._matcher is not None
-        matcher, plain, base = self._matcher, self._plain, self._base
+        matcher, texts = self._matcher, self._texts
         end = self.end
         deadline = time.perf_counter() + budget
         found: list[int] = []
         while self._scanned < end:
             stop = min(self._scanned + FILTER_CHUNK, end)
-            self.strip_to(stop)
-            found += matcher(plain[self._scanned - base : stop - base], self._scanned)
+            texts.strip_to(stop)
+            found += matcher(texts.plains(self._scanned, stop), self._scanned)
             self._scanned = stop
             if time.perf_counter() >= deadline:
                 break

@@ -7,6 +7,7 @@ this module reads the supervisor on a frame timer and tells views what changed.
 from __future__ import annotations
 
 import os
+import time
 
 from PySide6.QtCore import (
     QAbstractListModel,
@@ -27,6 +28,7 @@ from procwindow.core.rules import scope_pattern
 from .. import ansi, highlight
 from .._support import (
     EventPump,
+    Later,
     Lifeline,
     empty_data,
     qt_property,
@@ -42,9 +44,12 @@ __all__ = [
     "DEFAULT_COLORS",
     "DEFAULT_MAX_LINES",
     "FILTER_BUDGET",
+    "FLOOD_FRAME_MS",
     "FRAME_MS",
+    "FRAME_READS",
+    "FRAME_READ_BUDGET",
     "FRAME_READ_LIMIT",
-    "REBASE_ROWS",
+    "FRAME_READ_MIN",
     "OutputModel",
 ]
 
@@ -53,24 +58,30 @@ QML_IMPORT_MAJOR_VERSION = 1
 
 #: Default cap on the lines an OutputModel holds (terminals keep 10k–100k).
 DEFAULT_MAX_LINES = 100_000
-#: Milliseconds between two appends: at most one ``beginInsertRows`` per frame.
+#: Milliseconds from the end of one append to the next: at most one change of
+#: the rows per frame.
 FRAME_MS = 16
-#: Lines read from the supervisor per frame; a faster producer is caught up
-#: over the next frames, so a frame's work stays bounded (under a full-speed
-#: flood the loop's p99 lag stays under a frame: benchmarks/bench_window.py).
+#: The same while lines come much faster than the pane can show them (more than
+#: FRAME_READS reads' worth since the last frame): a flood is shown at ~30
+#: frames a second, and the loop keeps more time to capture it.
+FLOOD_FRAME_MS = 33
+#: Lines read from the supervisor per frame, at most; a faster producer is
+#: caught up over the next frames, so a frame's work stays bounded.
 FRAME_READ_LIMIT = 2_000
+#: Lines read per frame at least, whatever they cost.
+FRAME_READ_MIN = 1_000
+#: Seconds a frame's read should take: between the two limits, a frame reads
+#: as many lines as took this long in the frames before (a line costs ~2 µs,
+#: more on a busy machine).
+FRAME_READ_BUDGET = 0.004
+#: Reads a frame makes, at most, each in its own turn of the loop, while it
+#: catches up with a backlog whose producer has slowed down (fewer lines came
+#: since the last frame than one read takes): a burst is shown sooner. A flood
+#: gets one read a frame: what it adds is skipped past anyway.
+FRAME_READS = 3
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
 #: the next frames.
 FILTER_BUDGET = 0.005
-#: Rows removed from the front between two resets, at most. A ListView keeps
-#: the rows it shows in place when older rows go, so its positions grow by a
-#: row's height for each row ever removed; the scene graph draws in float, and
-#: past 2**24 px rows drift apart (a flood shows it after ~3M lines, clumps by
-#: 10M). Past this many, trimming renumbers the rows in one reset instead (a
-#: rebase), and views start again from 0: their positions stay under
-#: ``maxLines + REBASE_ROWS`` rows (with the default cap, under 2**22 px at
-#: 18 px a row, where float is still exact to the quarter pixel).
-REBASE_ROWS = 100_000
 #: The colours the model draws with until its view sets its theme's: a filter's
 #: matches, the current match, and the time before a line (``#aarrggbb``).
 DEFAULT_COLORS = {"match": "#6bd4a017", "currentMatch": "#c2e8780c", "time": "#6f737a"}
@@ -95,8 +106,26 @@ class OutputModel(QAbstractListModel):
     ring are loaded at once (the newest ``maxLines``), and new lines follow.
     Output events (coalesced by the supervisor every 50 ms) only mark the model
     dirty; a frame timer then reads ``Supervisor.read(procId, since=cursor)``
-    and appends with at most one ``beginInsertRows`` per frame (``FRAME_MS``).
-    Past ``maxLines`` the oldest rows are removed (``beginRemoveRows``).
+    (``FRAME_READ_MIN`` to ``FRAME_READ_LIMIT`` lines, as many as fit
+    ``FRAME_READ_BUDGET``; up to ``FRAME_READS`` such reads while it catches
+    up) and, in the next turn of the event loop (so that what waits runs
+    between them), changes the rows: at most once per frame (``FRAME_MS``;
+    ``FLOOD_FRAME_MS`` while lines come much faster than it shows them), going
+    on frame after frame while lines keep coming.
+
+    Rows never leave from the front. New rows come at the end
+    (``beginInsertRows``); past ``maxLines`` the oldest lines go, and the rows
+    *shift*: each row shows the line that was ``rows`` rows below it, which
+    views learn from one ``dataChanged`` over the rows that stay, then
+    ``shifted(rows)``; only the difference in the number of rows is inserted
+    (or removed) at the end. A full pane that follows a flood keeps its row
+    count, so a view at the end stays there and redraws the rows it shows, no
+    delegate moves, and view positions stay bounded however long a proc runs
+    (a ListView keeps the rows it shows in place when rows go at the front, so
+    its positions would grow by a row for each line ever dropped; past 2**24 px
+    the scene graph's float puts rows at uneven places). A view that wants to
+    stay on its lines moves up by ``rows`` rows on ``shifted``; so do the
+    current match (``currentMatch``) and a view-model's selection.
 
     Filter: with ``filterText`` set only matching lines are rows — a substring,
     or a regular expression with ``filterRegex``; ``caseSensitive`` applies to
@@ -111,13 +140,6 @@ class OutputModel(QAbstractListModel):
     What is not held: ``earlierLines`` counts the proc's lines before the oldest
     one held (dropped past ``maxLines``, skipped to catch up, or cleared), which
     the log files keep (:meth:`logFiles`).
-
-    Rebasing: once ``REBASE_ROWS`` rows have been removed from the front since
-    the last reset, the next trim is a reset instead, announced by
-    ``rebasing(rows)`` (the oldest ``rows`` rows go, the others keep their order
-    and move up by ``rows``) and followed by ``rebased(rows)``. It keeps a view's
-    positions bounded however long a proc runs; a view that wants to stay on its
-    lines moves by ``rows`` rows once ``rebased`` comes.
 
     Matches: while a filter is set (``marking``), the ``styled`` role marks
     every match inside each line on ``matchColor`` (see
@@ -168,10 +190,9 @@ class OutputModel(QAbstractListModel):
     colorsChanged = Signal()
     partialChanged = Signal()
     earlierLinesChanged = Signal()
-    rebasing = Signal(int)
-    """A reset comes next that only drops the oldest ``rows`` rows (see Rebasing)."""
-    rebased = Signal(int)
-    """That reset is done (views have their new rows): the oldest ``rows`` rows went."""
+    shifted = Signal(int, arguments=["rows"])
+    """The oldest ``rows`` lines went: row ``r`` shows what row ``r + rows`` showed
+    (announced by ``dataChanged`` just before)."""
 
     def __init__(
         self,
@@ -185,8 +206,9 @@ class OutputModel(QAbstractListModel):
         self._buf = LineBuffer(DEFAULT_MAX_LINES)
         self._cursor = 0  # the supervisor seq read up to
         self._reading = False  # the proc may still produce lines
-        self._backlog = False  # the last read hit FRAME_READ_LIMIT
-        self._removed = 0  # rows removed from the front since the last reset
+        self._backlog = False  # the last read hit its limit
+        self._line_cost = 0.0  # seconds a line took to read (a running average)
+        self._count = 0  # the rows views were told of (rowCount)
         self._filter_text = ""
         self._filter_regex = False
         self._case_sensitive = False
@@ -206,6 +228,14 @@ class OutputModel(QAbstractListModel):
         self._frame.setTimerType(Qt.TimerType.PreciseTimer)
         self._frame.setInterval(FRAME_MS)
         self._frame.timeout.connect(self._on_frame)
+        self._read_later = Later(self, self._read_more)
+        self._show_later = Later(self, self._show)
+        self._newest = 0  # the proc's newest seq at the last read
+        self._arrived = 0  # lines that came between the last two frames
+        self._frame_reads = 0
+        self._frame_counts = self._counts()  # the counts before this frame's read
+        self._frame_got = 0  # lines this frame's read took
+        self._show_due = False  # read, not shown yet
         if proc_id >= 0:
             self._set_proc_id(proc_id)
 
@@ -220,13 +250,12 @@ class OutputModel(QAbstractListModel):
             return
         counts = self._counts()
         self.beginResetModel()
-        self._removed = 0
         self._lifeline.release(self._pump)
         self._pump = None
         self._proc_id = proc_id
         self._buf.reset()
         self._partial = None
-        self._cursor = 0
+        self._cursor = self._newest = 0
         self._reading = self._backlog = False
         proc = self._find_proc()
         if proc is not None:
@@ -237,8 +266,9 @@ class OutputModel(QAbstractListModel):
             self._cursor = max(0, proc.last_seq - self._buf.max_lines)
             # All at once: the view opens on the tail, not on a growing head.
             self._read(limit=None)
-            self._buf.drop_front(len(self._buf.lines) - self._buf.max_lines)
+            self._buf.drop_front(self._buf.held_count - self._buf.max_lines)
             self._buf.scan(FILTER_BUDGET)
+        self._count = self._buf.row_count
         self.endResetModel()
         self._set_current(-1)
         self.procIdChanged.emit()
@@ -263,7 +293,7 @@ class OutputModel(QAbstractListModel):
         return f"Output for PID {self._proc_id}" if self._proc_id >= 0 else "Output"
 
     def _get_line_count(self) -> int:
-        return len(self._buf.lines)
+        return self._buf.held_count
 
     def _get_match_count(self) -> int:
         return self._buf.row_count
@@ -277,7 +307,7 @@ class OutputModel(QAbstractListModel):
             return
         self._buf.max_lines = value
         counts = self._counts()
-        self._trim()
+        self._update_rows(scan=False)
         self.maxLinesChanged.emit()
         self._emit_counts(*counts)
 
@@ -285,9 +315,8 @@ class OutputModel(QAbstractListModel):
         return self._buf.filtering
 
     def _get_earlier_lines(self) -> int:
-        lines = self._buf.lines
         # seq counts every line of the proc from 1, across both streams.
-        return lines[0][0] - 1 if lines else self._cursor
+        return self._buf.first_seq() - 1 if self._buf.held_count else self._cursor
 
     def _refilter(self) -> None:
         """Apply the filter properties: one reset, then the scan goes on frame by frame."""
@@ -302,10 +331,10 @@ class OutputModel(QAbstractListModel):
         counts = self._counts()
         marking = self._marker is not None
         self.beginResetModel()
-        self._removed = 0
         self._marker = marker
         self._buf.set_filter(matcher)
         self._buf.scan(FILTER_BUDGET)
+        self._count = self._buf.row_count
         self.endResetModel()
         self._set_current(-1)
         if marking != (marker is not None):
@@ -316,7 +345,7 @@ class OutputModel(QAbstractListModel):
     def _restyle(self) -> None:
         """Apply darkBackground, showTimes or a colour: every line is drawn anew."""
         self._palette = ansi.DARK_PALETTE if self._dark else ansi.LIGHT_PALETTE
-        rows = self._buf.row_count
+        rows = self._count
         if rows:
             self.dataChanged.emit(self.index(0), self.index(rows - 1), [OutputRole.STYLED])
         if self._partial is not None:
@@ -330,23 +359,16 @@ class OutputModel(QAbstractListModel):
 
     def _set_current(self, row: int) -> None:
         """Make ``row`` the current match (-1, or any row out of range: none)."""
-        row = row if 0 <= row < self._buf.row_count else -1
+        row = row if 0 <= row < self._count else -1
         old, self._current = self._current, row
         if row == old:
             return
         if self._marker is not None:
             for changed in (old, row):
-                if 0 <= changed < self._buf.row_count:
+                if 0 <= changed < self._count:
                     index = self.index(changed)
                     self.dataChanged.emit(index, index, [OutputRole.STYLED])
         self.currentMatchChanged.emit()
-
-    def _shift_current(self, rows: int) -> None:
-        """The oldest ``rows`` rows went: the current match is ``rows`` rows up (or gone)."""
-        if self._current >= 0 and rows > 0:
-            row = self._current - rows
-            self._current = max(row, -1)
-            self.currentMatchChanged.emit()
 
     def _color(self, key: str) -> QColor:
         return QColor(self._colors[key])
@@ -447,33 +469,34 @@ class OutputModel(QAbstractListModel):
     # -- Qt model interface ------------------------------------------------------
 
     def rowCount(self, parent: ModelIndex = ROOT) -> int:
-        return 0 if parent.isValid() else self._buf.row_count
+        return 0 if parent.isValid() else self._count
 
     def roleNames(self) -> dict[int, QByteArray]:
         return self.ROLE_NAMES
 
     def data(self, index: ModelIndex, role: int = DISPLAY) -> object:
-        pos = self._buf.position(index.row())
+        buf = self._buf
+        row = index.row()
+        pos = buf.position(row) if row < self._count else -1
         if pos < 0:
             return empty_data(role)
-        seq, is_stderr, when, text, split = self._buf.lines[pos]
         match role:
-            case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
-                return self._buf.text(pos)
             case OutputRole.STYLED:
-                return self._styled(text, pos, index.row(), when)
-            case OutputRole.SEQ:
-                return seq
-            case OutputRole.STREAM:
-                return Stream.STDERR.value if is_stderr else Stream.STDOUT.value
+                return self._styled(buf.raw(pos), pos, row, buf.time(pos))
             case OutputRole.IS_STDERR:
-                return is_stderr
+                return buf.is_stderr(pos)
+            case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
+                return buf.text(pos)
+            case OutputRole.SEQ:
+                return buf.held(pos)[0]
+            case OutputRole.STREAM:
+                return Stream.STDERR.value if buf.is_stderr(pos) else Stream.STDOUT.value
             case OutputRole.TIME:
-                return when
+                return buf.time(pos)
             case OutputRole.TIME_TEXT:
-                return time_text(when, millis=True)
+                return time_text(buf.time(pos), millis=True)
             case OutputRole.SPLIT:
-                return split
+                return buf.held(pos)[4]
             case _:
                 return empty_data(role)
 
@@ -499,8 +522,8 @@ class OutputModel(QAbstractListModel):
         """Empty the view (the supervisor keeps the log); new lines still arrive."""
         counts = self._counts()
         self.beginResetModel()
-        self._removed = 0
         self._buf.clear()
+        self._count = 0
         self.endResetModel()
         self._set_current(-1)
         self._emit_counts(*counts)
@@ -546,6 +569,9 @@ class OutputModel(QAbstractListModel):
         self._pump = None
         self._reading = False
         self._frame.stop()
+        self._read_later.stop()
+        self._show_later.stop()
+        self._show_due = False
 
     # -- appending -------------------------------------------------------------
 
@@ -558,25 +584,54 @@ class OutputModel(QAbstractListModel):
 
     def _schedule(self) -> None:
         if (self._pending() or self._reading) and not self._frame.isActive():
-            self._frame.start()
+            self._frame.start(FRAME_MS)
 
     def _on_frame(self) -> None:
-        counts = self._counts()
-        self._read(limit=FRAME_READ_LIMIT)
-        self._trim()
-        self._show_new()
-        self._emit_counts(*counts)
-        self._buf.strip_some(FILTER_BUDGET)
-        if self._pending():
-            self._frame.start()
+        """A frame: read (in up to FRAME_READS turns), then change the rows (:meth:`_show`)."""
+        if self._show_due:  # the last read is not shown yet: come back
+            self._frame.start(FRAME_MS)
+            return
+        self._frame_counts = self._counts()
+        self._frame_got = self._frame_reads = 0
+        self._show_due = True
+        self._read_more()
 
-    def _read(self, limit: int | None) -> None:
-        """Take new lines from the supervisor into the buffer (no rows yet)."""
+    def _read_more(self) -> None:
+        newest, limit = self._newest, self._read_limit()
+        self._frame_got += self._read(limit=limit)
+        if not self._frame_reads:  # what came since the last frame
+            self._arrived = self._newest - newest
+        self._frame_reads += 1
+        if self._backlog and self._frame_reads < FRAME_READS and self._arrived < limit:
+            self._read_later.start()
+        else:
+            self._show_later.start()
+
+    def _show(self) -> None:
+        self._show_due = False
+        self._update_rows(scan=True)
+        self._emit_counts(*self._frame_counts)
+        self._buf.strip_some(FILTER_BUDGET)
+        # While lines keep coming, look again next frame rather than wait for
+        # the next (coalesced) event: appends stay a frame's worth each.
+        if self._pending() or self._frame_got:
+            flood = self._arrived > FRAME_READS * FRAME_READ_LIMIT
+            self._frame.start(FLOOD_FRAME_MS if flood else FRAME_MS)
+
+    def _read_limit(self) -> int:
+        """The lines this frame reads: as many as fit FRAME_READ_BUDGET lately."""
+        cost = self._line_cost
+        fit = int(FRAME_READ_BUDGET / cost) if cost > 0 else FRAME_READ_LIMIT
+        return max(FRAME_READ_MIN, min(FRAME_READ_LIMIT, fit))
+
+    def _read(self, limit: int | None) -> int:
+        """Take new lines from the supervisor into the buffer (no rows yet); how many."""
         self._backlog = False
         if not self._reading:
-            return
+            return 0
+        started = time.perf_counter()
         try:
-            newest = self._sup.get(self._proc_id).last_seq
+            newest = self._newest = self._sup.get(self._proc_id).last_seq
             if newest - self._cursor > self._buf.max_lines:
                 # Lines this far behind would be trimmed as soon as they came in:
                 # skip to the newest maxLines (the log file keeps everything).
@@ -584,7 +639,7 @@ class OutputModel(QAbstractListModel):
             batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit, partial=True)
         except ProcNotFound:  # dismissed: what we hold stays on screen
             self._stop_following()
-            return
+            return 0
         lines = batch.lines
         # Unfinished lines come last, and only in a read that reached the end;
         # the cursor stays before them: the next read has them again, or their end.
@@ -595,10 +650,14 @@ class OutputModel(QAbstractListModel):
         if complete < len(lines):
             lines = lines[:complete]
         self._buf.extend(lines)
+        if len(lines) >= 100:
+            cost = (time.perf_counter() - started) / len(lines)
+            self._line_cost = cost if not self._line_cost else 0.8 * self._line_cost + 0.2 * cost
         self._cursor = batch.cursor
         self._backlog = limit is not None and len(lines) >= limit
         if batch.eof:  # both pipes closed and all read: nothing more will come
             self._stop_following()
+        return len(lines)
 
     def _stop_following(self) -> None:
         self._reading = False
@@ -606,44 +665,48 @@ class OutputModel(QAbstractListModel):
         self._lifeline.release(self._pump)
         self._pump = None
 
-    def _trim(self) -> None:
-        """Drop the oldest lines beyond maxLines, removing the rows they were."""
-        trim = self._buf.overflow()
-        if trim is None:
-            return
-        if trim.rows > 0 and self._removed + trim.rows > REBASE_ROWS:
-            self.rebasing.emit(trim.rows)
-            self.beginResetModel()
-            self._removed = 0
-            self._buf.drop_front(trim.lines)
-            self.endResetModel()
-            self._shift_current(trim.rows)
-            self.rebased.emit(trim.rows)
-            return
-        self._removed += trim.rows
-        if trim.rows > 0:
-            self.beginRemoveRows(ROOT, 0, trim.rows - 1)
-        self._buf.drop_front(trim.lines)
-        if trim.rows > 0:
-            self.endRemoveRows()
-            self._shift_current(trim.rows)
-
-    def _show_new(self) -> None:
-        """One beginInsertRows for the lines that became rows this frame."""
-        new = self._buf.take_new(FILTER_BUDGET)
-        if new is not None:
-            self.beginInsertRows(ROOT, new.first, new.last)
-            self._buf.add_rows(new)
+    def _update_rows(self, scan: bool) -> None:
+        """Drop the oldest lines beyond maxLines and (with ``scan``) make rows of
+        new lines, then tell views (see the class docstring: rows shift)."""
+        buf = self._buf
+        trim = buf.overflow()
+        if trim is not None:
+            buf.drop_front(trim.lines)
+        if scan:
+            buf.scan(FILTER_BUDGET)
+        old, new = self._count, buf.row_count
+        shift = trim.rows if trim is not None else 0
+        # The current match stays on its line (or goes with it), before any
+        # row is drawn again.
+        moved = shift > 0 and self._current >= 0
+        if moved:
+            self._current = max(self._current - shift, -1)
+        # The buffer has changed already; views learn it in order: the count
+        # at the end first, then what the rows that stay show now.
+        if new > old:
+            self.beginInsertRows(ROOT, old, new - 1)
+            self._count = new
             self.endInsertRows()
+        elif new < old:
+            self.beginRemoveRows(ROOT, new, old - 1)
+            self._count = new
+            self.endRemoveRows()
+        if shift > 0:
+            kept = min(old, new)
+            if kept > 0:
+                self.dataChanged.emit(self.index(0), self.index(kept - 1), [])
+            if moved:
+                self.currentMatchChanged.emit()
+            self.shifted.emit(shift)
 
     def _counts(self) -> tuple[int, int, bool, int]:
         buf = self._buf
-        return len(buf.lines), buf.row_count, buf.filtering, self._get_earlier_lines()
+        return buf.held_count, buf.row_count, buf.filtering, self._get_earlier_lines()
 
     def _emit_counts(self, lines: int, matches: int, filtering: bool, earlier: int) -> None:
         if earlier != self._get_earlier_lines():
             self.earlierLinesChanged.emit()
-        if lines != len(self._buf.lines):
+        if lines != self._buf.held_count:
             self.lineCountChanged.emit()
         if matches != self._buf.row_count:
             self.matchCountChanged.emit()

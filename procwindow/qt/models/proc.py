@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import functools
 import time
 import weakref
 from collections.abc import Iterable
@@ -262,7 +263,6 @@ class ProcModel(QAbstractTableModel):
         self._held = False
         self._dirty = False  # values changed since the rows were put in order
         self._pending = False  # ... and the reorder waits for the hold to end
-        self._offscreen_next = 0
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
         self._listen_to_link()
@@ -823,7 +823,7 @@ class ProcModel(QAbstractTableModel):
 
     def _on_timer(self) -> None:
         self._tick()
-        self._sample()
+        self._sample(in_turns=True)
         self._settle_order()
         self._update_timer()
 
@@ -861,28 +861,27 @@ class ProcModel(QAbstractTableModel):
                 index = self.index(row, status)
                 self.dataChanged.emit(index, index, [ProcRole.PHASE_TEXT])
 
-    def _sample(self) -> None:
-        rows = self._rows
-        live = self._live(0)
-        sampled = set(self._sampler.sample(rows[i].proc.id for i in live))
-        cpu, memory = self._columns.index(ProcColumn.CPU), self._columns.index(ProcColumn.MEMORY)
-        for first, last in _ranges(i for i in live if rows[i].proc.id in sampled):
-            self.dataChanged.emit(self.index(first, cpu), self.index(last, memory), STATS_ROLES)
-        if self._sort_column in _STATS_SORT:
-            self._sample_offscreen({rows[i].proc.id for i in live})
-        if sampled:
+    def _sample(self, in_turns: bool = False) -> None:
+        ids = [self._rows[i].proc.id for i in self._live(0)]
+        if in_turns:  # a few rows per turn of the loop (see RowSampler.sample_in_turns)
+            later = functools.partial(QTimer.singleShot, 0, self)
+            self._sampler.sample_in_turns(ids, self._sampled, later)
+        else:
+            self._sampled(self._sampler.sample(ids))
+        shown = set(ids)
+        if self._sort_column in _STATS_SORT and self._sampler.sample_others(
+            self._running, shown, OFFSCREEN_SAMPLES
+        ):
             self._values_changed(_STATS_SORT)
 
-    def _sample_offscreen(self, shown: set[int]) -> None:
-        """Read the latest values of a few running rows off screen (in turn)."""
-        others = sorted(self._running - shown)
-        if not others:
-            return
-        start = self._offscreen_next % len(others)
-        batch = (others[start:] + others[:start])[:OFFSCREEN_SAMPLES]
-        self._offscreen_next = start + len(batch)
-        if self._sampler.sample(batch, ring=False):
+    def _sampled(self, ids: list[int]) -> None:
+        """Announce the CPU and memory of the rows of ``ids``, sampled just now."""
+        cpu, memory = self._columns.index(ProcColumn.CPU), self._columns.index(ProcColumn.MEMORY)
+        for first, last in _ranges(sorted(r for r in map(self.rowOf, ids) if r >= 0)):
+            self.dataChanged.emit(self.index(first, cpu), self.index(last, memory), STATS_ROLES)
+        if ids:
             self._values_changed(_STATS_SORT)
+            self._settle_order()
 
     def _announce_state(self, rows: Iterable[int]) -> None:
         last_column = len(self._columns) - 1

@@ -46,10 +46,9 @@ FocusScope {
 
     Connections {
         target: pane.outputModel
-        // A rebase drops the oldest rows in a reset: the model says where the view was first.
-        function onRebasing(rows: int) { pane.viewModel.outputRebasing(rows, view.contentY - view.originY, Theme.lineHeight) }
+        // The oldest lines went and the rows shifted up: a view that does not follow stays on its lines.
+        function onShifted(rows: int) { view.centredRow = -1; pane.viewModel.outputShifted(rows, view.contentY - view.originY, Theme.lineHeight) }
         function onModelReset() { view.centredRow = -1; pane.viewModel.outputReset() }
-        function onRebased() { pane.viewModel.outputRebased() }
     }
     Connections {
         target: pane.find
@@ -340,6 +339,8 @@ FocusScope {
                         color: pane.outputModel.partialIsStderr ? Theme.stderrText : Theme.outputText
                         font.family: Theme.monoFamily
                         font.pixelSize: Theme.monoFontSize
+                        font.kerning: false
+                        font.preferShaping: false
                         wrapMode: Text.NoWrap
                         onImplicitWidthChanged: view.maxLineWidth = Math.max(view.maxLineWidth, implicitWidth + 12)
                     }
@@ -398,6 +399,10 @@ FocusScope {
                         color: line.isStderr ? Theme.stderrText : Theme.outputText
                         font.family: Theme.monoFamily
                         font.pixelSize: Theme.monoFontSize
+                        // Monospace output needs no kerning or ligatures: without them a
+                        // line is laid out ~25% faster (scripts that need shaping still get it).
+                        font.kerning: false
+                        font.preferShaping: false
                         wrapMode: Text.NoWrap
                         onImplicitWidthChanged: view.maxLineWidth = Math.max(view.maxLineWidth, implicitWidth)
                     }
