@@ -45,11 +45,12 @@ LINE_HEIGHT = 18
 STDERR_MARK = QColor("#e06c75").rgb()
 FLOOD_LINES = 20_000_000
 FLOOD_CHUNK = 50_000
-# Prints a line every 50 ms: its output events keep the pane reading.
+# Prints a line every 50 ms: its output events keep the pane reading. It
+# outlasts the flood test's own timeout (300 s), however slow the machine.
 TICKER = py(
     """
     import time
-    for i in range(1200):
+    for i in range(12_000):
         print("tick", i, flush=True)
         time.sleep(0.05)
     """
