@@ -132,6 +132,8 @@ def leak_check(request: pytest.FixtureRequest, before_leak_baseline: None) -> It
             child.kill()
         except psutil.Error:
             pass
+    # Reaped too: a zombie left here would fail every test after this one.
+    psutil.wait_procs(children, timeout=5)
     for pid in strays:
         try:
             os.kill(pid, 9)

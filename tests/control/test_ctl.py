@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import stat
@@ -152,6 +153,25 @@ def test_out_follow_until_eof(server):
     assert ends[-1]["end"]["exit"]["code"] == 0
 
 
+def watching(server, watcher: subprocess.Popen[str], session: str) -> None:
+    """Start probes (agent "probe") in the watched session until ``watcher``
+    prints an event: from then on it sees every event. (A fixed sleep is not
+    enough on a busy machine: ``ctl events`` imports, connects, subscribes.)"""
+    assert watcher.stdout is not None
+    end = time.monotonic() + 30
+    while not select.select([watcher.stdout], [], [], 0.5)[0]:
+        assert time.monotonic() < end, "the watcher never subscribed"
+        server.ctl("run", "--session", session, "--agent", "probe", "--", "true")
+
+
+def next_line(watcher: subprocess.Popen[str]) -> str:
+    """The watcher's next line that is not about a probe."""
+    assert watcher.stdout is not None
+    while "probe" in (line := watcher.stdout.readline()):
+        pass
+    return line
+
+
 def test_events_stream(server):
     watcher = subprocess.Popen(
         [
@@ -170,13 +190,13 @@ def test_events_stream(server):
         env=server.env,
     )
     try:
-        time.sleep(0.5)  # let it subscribe
-        server.ctl("run", "--session", "s", "--agent", "a", "--", "sh", "-c", "echo hi")
+        watching(server, watcher, "s")
+        ran = server.ctl("run", "--session", "s", "--agent", "a", "--", "sh", "-c", "echo hi")
         server.ctl("run", "--session", "other", "--agent", "a", "--", "true")
-        events = [json.loads(watcher.stdout.readline()) for _ in range(3)]
+        events = [json.loads(next_line(watcher)) for _ in range(3)]
         kinds = sorted(ev["kind"] for ev in events)
         assert kinds == ["exit", "output", "start"]
-        assert all(ev["session"] == "s" and ev["proc"] == 1 for ev in events)
+        assert all(ev["session"] == "s" and ev["proc"] == int(ran.stdout) for ev in events)
     finally:
         watcher.send_signal(signal.SIGINT)
         watcher.wait(timeout=10)
@@ -197,10 +217,10 @@ def test_events_stream(server):
         env=server.env,
     )
     try:
-        time.sleep(0.5)
-        server.ctl("run", "--session", "s", "--agent", "b", "--", "sh", "-c", "exit 4")
-        line = human.stdout.readline()
-        assert line.startswith("session.s.agent.b.proc.exit proc=3 ")
+        watching(server, human, "s")
+        ran = server.ctl("run", "--session", "s", "--agent", "b", "--", "sh", "-c", "exit 4")
+        line = next_line(human)
+        assert line.startswith(f"session.s.agent.b.proc.exit proc={int(ran.stdout)} ")
         assert " code=4 " in line
         assert 'reason="failed"' in line
     finally:
