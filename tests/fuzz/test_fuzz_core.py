@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from procwindow.core import InvalidPattern, Pattern, Stream
 from procwindow.core._disklog import DiskLog, LogFile
-from procwindow.core._output import OutputStore
+from procwindow.core._output import OutputStore, count_newlines
 from procwindow.core._replay import DiskOutput
 
 LIMIT = 12  # a small line cap, so that splitting is exercised constantly
@@ -113,6 +113,15 @@ def test_any_chunking_gives_the_reference_lines(data, points):
     assert lines_of(whole, Stream.STDOUT) == want
     assert lines_of(chunked, Stream.STDOUT) == want
     assert all(len(text.encode("utf-8", "surrogatepass")) <= LIMIT * 3 for text, _ in want)
+
+
+@settings(max_examples=300)
+@given(st.lists(st.tuples(st.integers(0, 400), st.integers(1, 60)), max_size=40))
+def test_counting_newlines_agrees_with_count(runs):
+    # Runs of lines of one length: long lines, short ones and a mix, several KiB.
+    data = b"".join(b"x" * (length - 1) + b"\n" for length, times in runs for _ in range(times))
+    data += b"tail" * (len(runs) % 3)
+    assert count_newlines(data) == data.count(b"\n")
 
 
 def interleave(out: bytes, err: bytes, points: list[int], rnd) -> list[tuple[Stream, bytes]]:
