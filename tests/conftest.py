@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
@@ -14,6 +15,11 @@ import psutil
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+# Started in the background by a script (`.ci/run &`), this process, and every
+# command a test starts, would ignore SIGINT; tests stop CLIs with it, as Ctrl+C does.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 T = TypeVar("T")
 Runner = Callable[[Coroutine[Any, Any, T]], T]

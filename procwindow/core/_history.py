@@ -159,6 +159,8 @@ class History:
         self._ids_fd: int | None = None
         self._kept: list[tuple[str, tuple[Any, ...]]] = []
         self._seen = 0.0
+        #: The connection's busy timeout now (ms): set only when it changes.
+        self._busy_ms = _BUSY_MS
         #: Set (to a loop's ``call_later``), writes are committed together
         #: COMMIT_DELAY after the first, in one transaction; unset, each is
         #: committed at once.
@@ -335,7 +337,7 @@ class History:
         if db is None or not self._kept:
             return True
         try:
-            db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+            self._busy_timeout(db, busy_ms)
             # All or nothing: a lock met halfway must not leave half the writes
             # done, or the next flush would insert the same rows twice.
             db.execute("BEGIN IMMEDIATE")
@@ -355,6 +357,12 @@ class History:
         except sqlite3.Error as exc:
             self._disable(exc)
         return True
+
+    def _busy_timeout(self, db: sqlite3.Connection, busy_ms: int) -> None:
+        """How long the next statements wait for another process's lock."""
+        if busy_ms != self._busy_ms:
+            db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
+            self._busy_ms = busy_ms
 
     def started(
         self,
@@ -454,7 +462,7 @@ class History:
         if db is None:
             return []
         try:
-            db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
+            self._busy_timeout(db, _BUSY_MS)
             return db.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc) or "busy" in str(exc):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import resource
 import signal
@@ -114,6 +115,39 @@ def _check_executable(cmd: str, path: str, is_dir: bool) -> None:
         raise NotExecutable(cmd)
 
 
+#: Signals a child must not inherit as ignored: those a shell ignores for a
+#: background job (``cmd &`` in a script: SIGINT, SIGQUIT), ``nohup`` (SIGHUP),
+#: and the others a program expects at their default (SIGCHLD ignored would break
+#: its ``wait``). An exec keeps an ignored signal ignored; a handled one is reset.
+_RESET_IF_IGNORED = tuple(
+    signal.Signals[name]
+    for name in (
+        "SIGHUP",
+        "SIGINT",
+        "SIGQUIT",
+        "SIGTERM",
+        "SIGCHLD",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGTSTP",
+        "SIGTTIN",
+        "SIGTTOU",
+    )
+)
+
+
+def ignored_signals() -> tuple[signal.Signals, ...]:
+    """The signals of ``_RESET_IF_IGNORED`` this process ignores now."""
+    return tuple(sig for sig in _RESET_IF_IGNORED if signal.getsignal(sig) is signal.SIG_IGN)
+
+
+def _defaults(signals: tuple[signal.Signals, ...]) -> None:
+    """In the child, before it execs: these signals back to their default action."""
+    for sig in signals:
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def popen(
     args: tuple[str, ...],
     exe: str,
@@ -123,9 +157,12 @@ def popen(
     out_w: int,
     err_w: int,
 ) -> subprocess.Popen[bytes]:
+    # A host that ignores SIGINT (started in the background by a script, or under
+    # nohup) must not pass that on: interrupt() would do nothing. Resetting takes
+    # a preexec_fn, so such a host forks; others keep Popen's vfork fast path.
+    ignored = ignored_signals()
     try:
-        # Popen takes the vfork/posix_spawn fast path (no preexec_fn). process_group=0
-        # puts the child in a group of its own before it execs.
+        # process_group=0 puts the child in a group of its own before it execs.
         return subprocess.Popen(
             args,
             executable=exe,
@@ -136,6 +173,7 @@ def popen(
             env=env,
             process_group=0,
             close_fds=True,
+            preexec_fn=functools.partial(_defaults, ignored) if ignored else None,
         )
     except FileNotFoundError as exc:
         if cwd is not None and exc.filename == cwd:

@@ -138,6 +138,39 @@ def test_kill_interrupt_and_signal(run, tmp_path):
     run(main())
 
 
+def signal_mask(pid: int, field: str) -> set[int]:
+    """The signals a process's /proc status lists in ``field`` (SigIgn, SigBlk…)."""
+    with open(f"/proc/{pid}/status") as f:
+        line = next(line for line in f if line.startswith(field + ":"))
+    bits = int(line.split()[1], 16)
+    return {sig for sig in range(1, 65) if bits >> (sig - 1) & 1}
+
+
+@pytest.mark.parametrize("how", ["background job", "nohup"])
+def test_a_host_ignoring_signals_does_not_pass_that_on(run, tmp_path, how):
+    # A script's `serve &` ignores SIGINT and SIGQUIT, nohup SIGHUP: the children
+    # start with them at their default, so interrupt() and signal() still work.
+    ignored = [signal.SIGINT, signal.SIGQUIT] if how == "background job" else [signal.SIGHUP]
+    before = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ignored}
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            assert signal_mask(p.os_pid, "SigIgn").isdisjoint(ignored)
+            if how == "background job":
+                assert await sup.interrupt(p.id) is True
+            else:
+                assert await sup.signal(p.id, signal.SIGHUP) is True
+            info = await asyncio.wait_for(sup.wait(p.id), 10)
+            assert info.signal == ignored[0]
+
+    try:
+        run(main())
+    finally:
+        for sig, handler in before.items():
+            signal.signal(sig, handler)
+
+
 def test_signal_after_reap_is_a_noop(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
