@@ -84,9 +84,11 @@ _CLOSE_BUSY_MS = 2000
 #: counts) are committed together this many seconds after the first of them:
 #: one transaction for a burst of exits. A start is committed before ``spawn``
 #: returns: a proc whose id was handed out is on record even if the host is
-#: killed the next instant (its run is then marked lost). Readers in this
-#: process always see every write (a query commits what is kept first).
-COMMIT_DELAY = 0.0
+#: killed the next instant (its run is then marked lost), and it takes what is
+#: kept along: short commands run one after another cost one commit each.
+#: Readers in this process always see every write (a query commits what is
+#: kept first); other processes see an exit within COMMIT_DELAY.
+COMMIT_DELAY = 0.1
 
 
 @dataclass(frozen=True, slots=True)
