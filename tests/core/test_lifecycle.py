@@ -155,14 +155,19 @@ def test_a_host_ignoring_signals_does_not_pass_that_on(run, tmp_path, how):
 
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
-            p = await sup.spawn(["sleep", "60"], session="s", agent="a")
-            assert signal_mask(p.os_pid, "SigIgn").isdisjoint(ignored)
-            if how == "background job":
-                assert await sup.interrupt(p.id) is True
-            else:
-                assert await sup.signal(p.id, signal.SIGHUP) is True
-            info = await asyncio.wait_for(sup.wait(p.id), 10)
-            assert info.signal == ignored[0]
+            # One spawn alone (started on the loop), then a burst (the spawn thread).
+            procs = [await sup.spawn(["sleep", "60"], session="s", agent="a")]
+            procs += await asyncio.gather(
+                *(sup.spawn(["sleep", "60"], session="s", agent="a") for _ in range(3))
+            )
+            for p in procs:
+                assert signal_mask(p.os_pid, "SigIgn").isdisjoint(ignored)
+                if how == "background job":
+                    assert await sup.interrupt(p.id) is True
+                else:
+                    assert await sup.signal(p.id, signal.SIGHUP) is True
+                info = await asyncio.wait_for(sup.wait(p.id), 10)
+                assert info.signal == ignored[0]
 
     try:
         run(main())
