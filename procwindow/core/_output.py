@@ -238,6 +238,7 @@ class OutputStore:
         are held (0: all of them). Returns the bytes freed. Their lines are
         still in the log files."""
         before = self._bytes
+        self._decoded_block, self._decoded = None, []
         self._drop_front(max_bytes, keep_last=False)
         return before - self._bytes
 
@@ -313,6 +314,7 @@ class OutputStore:
                     return out, dropped, cursor
                 take = min(take, limit - len(out))
             first = block.first + skip
+            rest = skip + take < block.count  # the limit falls within this block
             # The Lines are made in C (a loop of Line(...) costs twice as much).
             out += map(
                 _new_line,
@@ -320,25 +322,26 @@ class OutputStore:
                     range(first, first + take),
                     repeat(block.stream),
                     repeat(block.time),
-                    self._texts(block)[skip : skip + take],
+                    self._texts(block, keep=rest)[skip : skip + take],
                     repeat(block.split),
                     repeat(False),
                 ),
             )
             cursor = first + take - 1
-            if skip + take < block.count:  # the limit, within this block
+            if rest:
                 return out, dropped, cursor
         if dropped and not out:
             cursor = max(cursor, first_live - 1)
         return out, dropped, max(cursor, since)
 
-    def _texts(self, block: _Block) -> list[str]:
-        """A block's lines as text. The last block decoded is kept: a reader
-        taking a big block a frame's worth at a time decodes it once."""
-        if block is not self._decoded_block:
-            self._decoded = _decode_lines(block.data)
-            self._decoded_block = block
-        return self._decoded
+    def _texts(self, block: _Block, *, keep: bool) -> list[str]:
+        """A block's lines as text. With ``keep`` (a read stopped within the
+        block) they are kept until the next read: a reader taking a big block a
+        frame's worth at a time decodes it once, and a ring nobody is in the
+        middle of reading holds no text."""
+        texts = self._decoded if block is self._decoded_block else _decode_lines(block.data)
+        self._decoded_block, self._decoded = (block, texts) if keep else (None, [])
+        return texts
 
     def find(
         self,
