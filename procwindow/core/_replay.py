@@ -686,6 +686,17 @@ class DiskOutput:
         eofs = [k for k in self._by_stream[index] if self.kind[k] == EOF]
         return eofs[-1] if eofs else None
 
+    def records_over(self, index: int, start: int, end: int) -> list[int]:
+        """The records of stream ``index`` that completed a line, or a piece of
+        one, with bytes between file offsets ``start`` and ``end`` (a ``\n``):
+        those of a line longer than ``line_max`` hold its pieces."""
+        last = self.record_at(index, end)
+        assert self._data is not None  # made by record_at
+        mine, ends = self._data[index]
+        first = bisect.bisect_right(ends, start)
+        stop = bisect.bisect_right(mine, last) if last is not None else len(mine)
+        return mine[first:stop]
+
     def lines_at(self, k: int, ends: list[int]) -> list[Line] | None:
         """The lines of record ``k`` whose ``\n`` is at the file offsets
         ``ends`` (sorted), cut straight from the log; None when only a replay

@@ -284,6 +284,9 @@ async def scan_lines(lines: Callable[[int], list[Line]], match: Matcher) -> Asyn
 async def scan_disk(out: DiskOutput, match: Matcher) -> AsyncIterator[Line]:
     """Matching lines of a proc's output on disk, in seq order."""
     records: dict[int, list[int]] = {}
+    # Records replayed whole: the pieces of a matching line longer than
+    # LINE_MAX were completed by several reads, and any of them may hold a hit.
+    whole: set[int] = set()
     deadline = time.monotonic() + _SLICE
     # One buffer for the whole scan, read into: a new 4 MiB object per block
     # (and copies to join the carried tail) cost more than the search itself.
@@ -313,6 +316,11 @@ async def scan_disk(out: DiskOutput, match: Matcher) -> AsyncIterator[Line]:
                 k = out.record_at(index, base + end)
                 if k is not None:
                     records.setdefault(k, []).append(base + end)
+                start = buf.rfind(b"\n", 0, end) + 1
+                if end - start > LINE_MAX:
+                    for j in out.records_over(index, base + start, base + end):
+                        records.setdefault(j, [])
+                        whole.add(j)
             keep = len(buf) - cut
             if cut:
                 buf[:keep] = buf[cut:]
@@ -323,7 +331,7 @@ async def scan_disk(out: DiskOutput, match: Matcher) -> AsyncIterator[Line]:
         stream = (Stream.STDOUT, Stream.STDERR)[out.stream[k]]
         # Only the candidate lines, cut from the log; a replay of the whole
         # read where that would not be exact.
-        lines = out.lines_at(k, sorted(records[k]))
+        lines = None if k in whole else out.lines_at(k, sorted(records[k]))
         if lines is None:
             lines = [ln for ln in out.record_lines(k) if ln.stream is stream]
         for line in lines:

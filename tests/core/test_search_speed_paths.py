@@ -254,9 +254,8 @@ def test_invalid_utf8_takes_the_whole_text_scan() -> None:
 
 #: A child whose output crosses many small blocks: mixed case, regex hits and
 #: near misses, non-ASCII and invalid UTF-8, "\r\n" and "\r" redraws, a line
-#: longer than LINE_MAX with a hit in its last piece (a hit in an earlier piece
-#: is missed where another read completed that piece: an older limit of
-#: scan_disk's records), both streams, a hit on the unterminated last line.
+#: longer than LINE_MAX with hits in its first and last pieces (completed by
+#: different reads), both streams, a hit on the unterminated last line.
 CHILD = """
     import sys
     out, err = sys.stdout.buffer, sys.stderr.buffer
@@ -278,7 +277,7 @@ CHILD = """
         if i % 211 == 17:
             out.write(b"progress err 1x\\rprogress 99%")
         if i == 1500:
-            out.write(b"y" * 200000 + b" warn 5 error 77x " + b"z" * 100)
+            out.write(b"early error 3x needle " + b"y" * 200000 + b" warn 5 error 77x " + b"z" * 100)
         out.write(b"\\n")
         if i % 7 == 0:
             err.write(b"stderr error %dx needle\\n" % i)
