@@ -168,6 +168,30 @@ def test_two_supervisors_share_a_state_dir_with_unique_ids(tmp_path):
     asyncio.run(check())
 
 
+def test_an_exit_reaches_other_readers_of_the_database_unasked(run, tmp_path):
+    """An exit is committed soon after it is seen, with nothing else happening in
+    the supervisor: another process reading the database gets it."""
+    state = tmp_path / "state"
+
+    def recorded(proc_id: int) -> tuple[int | None, str | None]:
+        db = sqlite3.connect(state / "history.db")
+        try:
+            row = db.execute("SELECT code, reason FROM procs WHERE id = ?", (proc_id,)).fetchone()
+        finally:
+            db.close()
+        return (row[0], row[1]) if row else (None, None)
+
+    async def main():
+        async with Supervisor(state_dir=state) as sup:
+            p = await sup.spawn(py("import sys; sys.exit(3)"), session="s", agent="a")
+            assert recorded(p.id) == (None, None)  # its start is on record, its exit not yet
+            await sup.wait(p.id)
+            # The supervisor is idle from here on: no spawn, no query flushes for it.
+            await until(lambda: recorded(p.id) == (3, "failed"), timeout=5, what="the exit")
+
+    run(main())
+
+
 def test_ids_are_never_reused_after_forget(run):
     async def main():
         async with Supervisor() as sup:
