@@ -2,7 +2,7 @@
 prints medians, and ratios against a baseline measured in the same run.
 
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py lag  [--seconds 10] [--runs 3] [--procs N] [--log-root DIR]
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py pane [--sizes 10000,100000,1000000] [--seconds 5]
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py pane [--sizes 10000,100000,1000000] [--seconds 5] [--profile FILE]
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py all
 
 ``lag``: a child writes ~100-byte lines as fast as it can while a ProcWindow
@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import os
 import signal
@@ -73,6 +74,8 @@ from procwindow.qt.window import window_model
 
 #: Set by --app-heap: gc.freeze() once the window is open, as the app does.
 FREEZE_HEAP = False
+#: Set by --profile: the measured seconds of each pane case are profiled into it.
+PROFILE: cProfile.Profile | None = None
 
 SESSION = "bench"
 PROBE_INTERVAL = 0.005
@@ -548,7 +551,11 @@ async def _pane_case(n: int, per: int, seconds: float, log_dir: str) -> PaneResu
         alone = list(pane.steps)
         pane.reset()
         pane.press_end = True
+        if PROFILE is not None:
+            PROFILE.enable()
         await asyncio.sleep(seconds)
+        if PROFILE is not None:
+            PROFILE.disable()
         pane.close()
         held = model.lineCount
         await _stop(sup, p)
@@ -625,9 +632,17 @@ def main() -> None:
         action="store_true",
         help="lag: freeze the startup heap as the procwindow app does (an embedding host may not)",
     )
+    ap.add_argument(
+        "--profile",
+        metavar="FILE",
+        help="pane: profile the measured seconds (cProfile) into FILE; the times are then "
+        "inflated by the profiler",
+    )
     args = ap.parse_args()
-    global FREEZE_HEAP
+    global FREEZE_HEAP, PROFILE
     FREEZE_HEAP = args.app_heap
+    if args.profile:
+        PROFILE = cProfile.Profile()
     app = QApplication(sys.argv[:1])
     app.setQuitOnLastWindowClosed(False)  # each case opens and closes its own window
     loop = qasync.QEventLoop(app)
@@ -637,6 +652,8 @@ def main() -> None:
         if args.what in ("pane", "all"):
             sizes = [int(s) for s in args.sizes.split(",")]
             bench_pane(sizes, args.per_tick, args.seconds or 5.0, loop)
+        if PROFILE is not None:
+            PROFILE.dump_stats(args.profile)
     finally:
         asyncio.set_event_loop(loop)
         loop.close()

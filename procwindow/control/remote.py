@@ -69,6 +69,7 @@ from ..core import (
     ProcwindowError,
     ReadBatch,
     Ready,
+    RunBatch,
     SearchHit,
     StdinClosed,
     Stream,
@@ -283,6 +284,18 @@ class RemoteSupervisor(_MirrorSync):
         if not m.fetched or m.backfill is not None:
             self._pull(m)
         return m.read(since, limit, want, partial)
+
+    def read_runs(
+        self,
+        proc_id: int,
+        since: int = 0,
+        *,
+        limit: int | None = None,
+        stream: Stream | str | None = None,
+        partial: bool = False,
+    ) -> RunBatch:
+        """:meth:`read`'s answer grouped into runs."""
+        return RunBatch.of(self.read(proc_id, since, limit=limit, stream=stream, partial=partial))
 
     def history(
         self,

@@ -9,6 +9,7 @@ import os
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Container, Iterable, Iterator
+from typing import Any
 
 from ._child import Child
 from ._disklog import DiskLog
@@ -18,7 +19,7 @@ from ._logdir import LogDir, journal_path, log_file_path
 from ._output import OutputStore, RingBudget
 from ._proc import Proc
 from ._replay import ByteBatch, ByteSink, DiskOutput, encode_lines
-from ._types import Line, ReadBatch, Stream
+from ._types import Line, ReadBatch, RunBatch, Stream, runs_of
 
 __all__ = [
     "DEFAULT_HISTORY_AGE",
@@ -257,24 +258,38 @@ class Archive:
         self, child: Child, since: int, limit: int | None, want: Stream | None
     ) -> ReadBatch:
         """A live child's lines: those older than its ring from disk, then the ring."""
+        lines, dropped, cursor, eof = self._read_child(child, since, limit, want, runs=False)
+        return ReadBatch(lines, dropped, cursor, eof)
+
+    def read_child_runs(
+        self, child: Child, since: int, limit: int | None, want: Stream | None
+    ) -> RunBatch:
+        """``read_child``'s lines as runs (the ring's without a Line per line)."""
+        runs, dropped, cursor, eof = self._read_child(child, since, limit, want, runs=True)
+        return RunBatch(runs, dropped, cursor, eof)
+
+    def _read_child(
+        self, child: Child, since: int, limit: int | None, want: Stream | None, *, runs: bool
+    ) -> tuple[list[Any], int, int, bool]:
         store = child.store
-        lines: list[Line] = []
+        out: list[Any] = []
         dropped = 0
         cursor = since
         if since + 1 < store.first_seq:
             old = self.read_live(child, since, limit, want, store.first_seq)
             if old is not None:
                 lines, dropped, cursor = old
+                out = runs_of(lines) if runs else lines
                 if limit is not None:
                     limit -= len(lines)
                 if limit == 0:
-                    return ReadBatch(lines, dropped, max(cursor, since), False)
+                    return out, dropped, max(cursor, since), False
                 cursor = max(cursor, store.first_seq - 1)
-        more, lost, cursor = store.read(cursor, limit, want)
-        lines += more
+        more, lost, cursor = (store.read_runs if runs else store.read)(cursor, limit, want)
+        out += more
         dropped += lost
         eof = not child.open_streams and cursor >= store.last_seq
-        return ReadBatch(lines, dropped, max(cursor, since), eof)
+        return out, dropped, max(cursor, since), eof
 
     def read_past_bytes(
         self,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import psutil
 
-from ._types import ExitInfo, ExitReason, Line, ReadBatch, Stream
+from ._types import ExitInfo, ExitReason, Line, ReadBatch, RunBatch, Stream, runs_of
 
 if TYPE_CHECKING:
     from ._disklog import DiskLog
@@ -140,18 +140,36 @@ class Child:
         """``batch`` with the unterminated lines (of stream ``want``, None: both)
         shown last, if it reached the last complete line and ``limit`` leaves
         room for them all; otherwise ``batch`` as it is."""
-        if self.partials and batch.cursor >= self.store.last_seq:
-            # The seq it will have once complete: after every line complete now.
-            seq = self.store.last_seq + 1
-            shown = [
-                line._replace(seq=seq)
-                for line in self.partials.values()
-                if want is None or line.stream is want
-            ]
-            if shown and (limit is None or len(batch.lines) + len(shown) <= limit):
-                shown.sort(key=lambda line: line.time)
-                return ReadBatch(batch.lines + shown, batch.dropped, batch.cursor, batch.eof)
-        return batch
+        shown = self._partials_after(batch.cursor, len(batch.lines), limit, want)
+        if not shown:
+            return batch
+        return ReadBatch(batch.lines + shown, batch.dropped, batch.cursor, batch.eof)
+
+    def runs_with_partials(
+        self, batch: RunBatch, limit: int | None, want: Stream | None
+    ) -> RunBatch:
+        """:meth:`with_partials` for runs: each unterminated line a run of its own."""
+        shown = self._partials_after(batch.cursor, len(batch), limit, want)
+        if not shown:
+            return batch
+        return RunBatch(batch.runs + runs_of(shown), batch.dropped, batch.cursor, batch.eof)
+
+    def _partials_after(
+        self, cursor: int, count: int, limit: int | None, want: Stream | None
+    ) -> list[Line]:
+        if not self.partials or cursor < self.store.last_seq:
+            return []
+        # The seq it will have once complete: after every line complete now.
+        seq = self.store.last_seq + 1
+        shown = [
+            line._replace(seq=seq)
+            for line in self.partials.values()
+            if want is None or line.stream is want
+        ]
+        if limit is not None and count + len(shown) > limit:
+            return []
+        shown.sort(key=lambda line: line.time)
+        return shown
 
     def note_stop(self, cause: StopCause) -> None:
         """Record why we stop it; a stronger cause wins (a kill after a term)."""

@@ -5,7 +5,7 @@ The in-process :class:`~procwindow.core.Supervisor` implements it, and so does
 another process, locally or through ``ssh``. The Qt models and controllers
 need nothing more, so they never know which one they hold.
 
-The queries (``get``, ``procs``, ``read``, ``runtime``, ``stats``,
+The queries (``get``, ``procs``, ``read``, ``read_runs``, ``runtime``, ``stats``,
 ``history``, ``log_path``, ``dismiss``) are synchronous: a model calls them
 from a frame timer or a slot. A remote implementation answers them from a
 local mirror kept current by the server's events, and fetches what it lacks
@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._events import DEFAULT_QUEUE_SIZE, Subscription
-from ._types import ExitInfo, ExitReason, ProcStats, ReadBatch, Stream
+from ._types import ExitInfo, ExitReason, ProcStats, ReadBatch, RunBatch, Stream
 from .rules import DEFAULT_TOOL
 
 if TYPE_CHECKING:
@@ -80,6 +80,18 @@ class SupervisorAPI(Protocol):
         partial: bool = False,
     ) -> ReadBatch:
         """Lines with ``seq > since``, oldest first; pass ``cursor`` next time."""
+        ...
+
+    def read_runs(
+        self,
+        proc_id: int,
+        since: int = 0,
+        *,
+        limit: int | None = None,
+        stream: Stream | str | None = None,
+        partial: bool = False,
+    ) -> RunBatch:
+        """``read()``'s lines grouped into runs (a viewer's columns)."""
         ...
 
     def history(

@@ -13,11 +13,9 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
-from itertools import repeat
 from operator import attrgetter
 
-from ._types import Line, Stream
+from ._types import Line, LineRun, Stream
 
 __all__ = ["LINE_MAX", "OutputStore", "RingBudget"]
 
@@ -291,13 +289,24 @@ class OutputStore:
         self, since: int, limit: int | None = None, stream: Stream | None = None
     ) -> tuple[list[Line], int, int]:
         """Lines with seq > since: (lines, dropped, cursor)."""
+        runs, dropped, cursor = self.read_runs(since, limit, stream)
+        out: list[Line] = []
+        for run in runs:
+            out += run.lines()
+        return out, dropped, cursor
+
+    def read_runs(
+        self, since: int, limit: int | None = None, stream: Stream | None = None
+    ) -> tuple[list[LineRun], int, int]:
+        """:meth:`read`'s lines as runs (one per block read): (runs, dropped, cursor)."""
         first_live = self.first_seq
         dropped = max(0, first_live - since - 1)
         start = max(since + 1, first_live)
         blocks = self._blocks
         i = bisect.bisect_right(blocks, start, lo=self._head, key=_FIRST) - 1
         i = max(i, self._head)
-        out: list[Line] = []
+        out: list[LineRun] = []
+        got = 0
         cursor = since
         while i < len(blocks):
             block = blocks[i]
@@ -310,23 +319,16 @@ class OutputStore:
             skip = max(0, start - block.first)
             take = block.count - skip
             if limit is not None:
-                if len(out) >= limit:
+                if got >= limit:
                     return out, dropped, cursor
-                take = min(take, limit - len(out))
+                take = min(take, limit - got)
             first = block.first + skip
             rest = skip + take < block.count  # the limit falls within this block
-            # The Lines are made in C (a loop of Line(...) costs twice as much).
-            out += map(
-                _new_line,
-                zip(
-                    range(first, first + take),
-                    repeat(block.stream),
-                    repeat(block.time),
-                    self._texts(block, keep=rest)[skip : skip + take],
-                    repeat(block.split),
-                    repeat(False),
-                ),
-            )
+            texts = self._texts(block, keep=rest)
+            if skip or rest:
+                texts = texts[skip : skip + take]
+            out.append(LineRun(first, block.stream, block.time, texts, block.split))
+            got += take
             cursor = first + take - 1
             if rest:
                 return out, dropped, cursor
@@ -385,8 +387,6 @@ class OutputStore:
 
 
 _FIRST = attrgetter("first")
-#: Line(*fields), made in C.
-_new_line = partial(tuple.__new__, Line)
 
 
 def _redraw(current: bytes, data: bytes, limit: int) -> tuple[list[bytes], bytes]:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
+from itertools import repeat
 from typing import NamedTuple, Protocol
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "ExitInfo",
     "ExitReason",
     "Line",
+    "LineRun",
     "OutputEvent",
     "PartialEvent",
     "Phase",
@@ -24,6 +27,7 @@ __all__ = [
     "ProcState",
     "ProcStats",
     "ReadBatch",
+    "RunBatch",
     "StartEvent",
     "Stream",
 ]
@@ -133,6 +137,105 @@ class ReadBatch:
     def text(self) -> str:
         """The lines' text joined by newlines (with a final one)."""
         return "".join(f"{line.text}\n" for line in self.lines)
+
+
+class LineRun(NamedTuple):
+    """Consecutive lines that share everything but their text: ``len(texts)``
+    lines from seq ``first`` on, of one stream, read at one time.
+
+    What :meth:`Supervisor.read_runs` returns instead of a ``Line`` per line: a
+    viewer that keeps its lines in columns (seqs, times, texts) extends each by
+    a whole run at once. A ``partial`` line is a run of its own.
+    """
+
+    first: int
+    stream: Stream
+    time: float
+    texts: Sequence[str]
+    split: bool = False
+    partial: bool = False
+
+    @property
+    def last(self) -> int:
+        """The seq of its last line."""
+        return self.first + len(self.texts) - 1
+
+    def lines(self) -> Iterator[Line]:
+        """Its lines, as ``read()`` returns them."""
+        n = len(self.texts)
+        return map(
+            _new_line,
+            zip(
+                range(self.first, self.first + n),
+                repeat(self.stream, n),
+                repeat(self.time, n),
+                self.texts,
+                repeat(self.split, n),
+                repeat(self.partial, n),
+                strict=True,
+            ),
+        )
+
+
+#: Line(*fields), made in C (a loop of Line(...) costs twice as much).
+_new_line = partial(tuple.__new__, Line)
+
+
+def runs_of(lines: Iterable[Line]) -> list[LineRun]:
+    """``lines`` (in seq order) grouped into runs, each as long as it can be."""
+    runs: list[LineRun] = []
+    head: Line | None = None
+    texts: list[str] = []
+    for line in lines:
+        if (
+            head is None
+            or line.seq != head.seq + len(texts)
+            or line.stream is not head.stream
+            or line.time != head.time
+            or line.split != head.split
+            or line.partial
+            or head.partial
+        ):
+            if head is not None:
+                runs.append(_run(head, texts))
+            head, texts = line, []
+        texts.append(line.text)
+    if head is not None:
+        runs.append(_run(head, texts))
+    return runs
+
+
+def _run(head: Line, texts: list[str]) -> LineRun:
+    return LineRun(head.seq, head.stream, head.time, texts, head.split, head.partial)
+
+
+@dataclass(frozen=True, slots=True)
+class RunBatch:
+    """The answer to ``Supervisor.read_runs``: what ``read()`` returns, as runs.
+
+    ``dropped``, ``cursor`` and ``eof`` are those of the ``ReadBatch``;
+    ``lines()`` gives its lines. ``len()`` is the number of lines.
+    """
+
+    runs: list[LineRun]
+    dropped: int
+    cursor: int
+    eof: bool
+
+    def __len__(self) -> int:
+        return sum(len(run.texts) for run in self.runs)
+
+    def lines(self) -> list[Line]:
+        """The lines, as ``read()`` returns them."""
+        out: list[Line] = []
+        for run in self.runs:
+            out += run.lines()
+        return out
+
+    @classmethod
+    def of(cls, batch: ReadBatch) -> RunBatch:
+        """A ``ReadBatch``'s lines as runs."""
+        return cls(runs_of(batch.lines), batch.dropped, batch.cursor, batch.eof)
 
 
 class EventKind(enum.StrEnum):

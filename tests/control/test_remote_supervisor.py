@@ -141,6 +141,9 @@ def test_run_read_and_events_match(opener: Opener) -> None:
             batch = sup.read(p.id, 2990, limit=5)
             assert [ln.seq for ln in batch] == [2991, 2992, 2993, 2994, 2995]
             assert batch.cursor == 2995 and not batch.eof
+            runs = sup.read_runs(p.id, 2990, limit=5)
+            assert runs.lines() == batch.lines
+            assert (runs.dropped, runs.cursor, runs.eof) == (0, 2995, False)
             assert [ln.text for ln in sup.read(p.id, 2995, stream="stderr")] == ["oops"]
             assert [q.id for q in sup.procs("s1")] == [p.id]
             assert sup.procs("other") == []

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from procwindow.core import Line, Stream
+from procwindow.core import Line, LineRun, Stream
+from procwindow.core._types import runs_of
 from procwindow.qt.models import _lines
 from procwindow.qt.models._lines import (
     FILTER_CHUNK,
@@ -41,6 +42,16 @@ def numbered(texts: list[str], first_seq: int = 1) -> list[Line]:
     return [
         Line(seq, Stream.STDERR if seq % 3 == 0 else Stream.STDOUT, 1000.0 + seq, text)
         for seq, text in enumerate(texts, first_seq)
+    ]
+
+
+def cut_run(run: LineRun, rnd: random.Random) -> list[LineRun]:
+    """``run`` cut into shorter runs at random places."""
+    marks = sorted({rnd.randrange(len(run.texts) + 1) for _ in range(2)} | {0, len(run.texts)})
+    return [
+        run._replace(first=run.first + a, texts=run.texts[a:b])
+        for a, b in itertools.pairwise(marks)
+        if b > a
     ]
 
 
@@ -316,9 +327,10 @@ def test_lines_trimmed_during_a_scan_never_become_rows() -> None:
 
 
 def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
-    """Appends of every size, trims, clears and filters, with chunks and compactions
-    small enough to happen often: what the buffer shows is what a plain list of the
-    lines shows."""
+    """Appends of every size (as lines, and as runs of any length: few runs,
+    many runs, a line each), trims, clears and filters, with chunks and
+    compactions small enough to happen often: what the buffer shows is what a
+    plain list of the lines shows."""
     saved = _lines.COMPACT_MIN, _lines.TEXT_CHUNK
     _lines.COMPACT_MIN, _lines.TEXT_CHUNK = 8, 5
     try:
@@ -328,18 +340,25 @@ def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
         seq = 0
         for step in range(400):
             count = rnd.choice([0, 1, 2, 3, 7, 30, 120])
+            group = rnd.choice([1, 6])
             lines = [
                 Line(
                     seq + i + 1,
-                    Stream.STDERR if rnd.random() < 0.3 else Stream.STDOUT,
-                    float(seq + i),
+                    Stream.STDERR if rnd.random() < 0.1 else Stream.STDOUT,
+                    float((seq + i) // group),  # lines of one read share a time
                     f"\x1b[1mhit\x1b[0m {seq + i}" if (seq + i) % 3 == 0 else f"line {seq + i}",
                     split=rnd.random() < 0.1,
                 )
                 for i in range(count)
             ]
             seq += count + rnd.choice([0, 0, 0, 5])  # now and then a gap in the seqs
-            buf.extend(lines)
+            if step % 2:
+                buf.extend(lines)
+            else:  # runs as read_runs gives them, or cut anywhere
+                runs = runs_of(lines)
+                if step % 4:
+                    runs = [piece for run in runs for piece in cut_run(run, rnd)]
+                buf.extend_runs(runs)
             held += lines
             if step % 50 == 49:
                 buf.max_lines = rnd.choice([10, 40, 90])

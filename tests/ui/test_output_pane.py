@@ -17,7 +17,8 @@ from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 from PySide6.QtTest import QTest
 
-from procwindow.core import Line, ReadBatch, Stream, Supervisor
+from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor
+from procwindow.core._types import runs_of
 from procwindow.qt import ProcModel, viewmodel
 from procwindow.qt.models import output
 from procwindow.qt.window import open_proc_window, window_model
@@ -69,7 +70,8 @@ LOG = py(
 
 
 class Flood:
-    """Lines of one proc served through ``Supervisor.read``, as many as poured.
+    """Lines of one proc served through ``Supervisor.read`` (and ``read_runs``),
+    as many as poured.
 
     The lines come from a pool (every other one on stderr) three chunks long,
     so the ``maxLines`` (100k) a pane holds are all different; the real reads
@@ -79,10 +81,12 @@ class Flood:
     def __init__(self, sup: Supervisor, pool: int = 3 * FLOOD_CHUNK) -> None:
         self.proc_id = -1
         self._read = sup.read
+        self._read_runs = sup.read_runs
         self._pool = [
             Line(i + 1, Stream.STDERR if i % 2 else Stream.STDOUT, 0.0, f"flood line {i + 1}")
             for i in range(pool)
         ]
+        self._runs = runs_of(self._pool)  # a line each: the streams alternate
         self._at = 0
         self.left = 0
         self.served = 0
@@ -102,6 +106,13 @@ class Flood:
         self.left -= count
         self.served += count
         return ReadBatch(lines, 0, since + count, False)
+
+    def read_runs(self, proc_id: int, since: int = 0, **kwargs: object) -> RunBatch:
+        if proc_id != self.proc_id:
+            return self._read_runs(proc_id, since, **kwargs)  # type: ignore[arg-type]
+        at = self._at
+        batch = self.read(proc_id, since, **kwargs)
+        return RunBatch(self._runs[at : at + len(batch)], 0, batch.cursor, False)
 
 
 def lines_shown(view: QQuickItem) -> list[QQuickItem]:
@@ -176,6 +187,7 @@ def test_rows_stay_evenly_spaced_through_20_million_lines(
 ) -> None:
     flood = Flood(sup)
     monkeypatch.setattr(sup, "read", flood.read)
+    monkeypatch.setattr(sup, "read_runs", flood.read_runs)
     # A frame takes a chunk (2,000 lines at most otherwise): 400 frames, not 10,000.
     monkeypatch.setattr(output, "FRAME_READ_LIMIT", FLOOD_CHUNK)
     monkeypatch.setattr(output, "FRAME_READ_MIN", FLOOD_CHUNK)

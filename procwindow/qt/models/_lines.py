@@ -27,9 +27,11 @@ import re
 import time
 from array import array
 from collections.abc import Callable, Iterable, Sequence
+from operator import add
 from typing import NamedTuple, overload
 
-from procwindow.core import Line, Stream
+from procwindow.core import Line, LineRun, Stream
+from procwindow.core._types import runs_of
 
 from .. import ansi
 from .format import time_text
@@ -83,6 +85,12 @@ MAX_MARKS = 500
 
 _STDERR = 1
 _SPLIT = 2
+#: Up to this many runs, :meth:`LineBuffer.extend_runs` grows the columns run by run.
+_FEW_RUNS = 8
+
+
+def _flag(stream: Stream, split: bool) -> int:
+    return (stream is Stream.STDERR) | (split << 1)
 
 
 class FilterError(ValueError):
@@ -498,18 +506,38 @@ class LineBuffer:
 
     def extend(self, lines: Sequence[Line]) -> None:
         """Append lines (not rows yet: see :meth:`take_new`)."""
-        if not lines:
+        self.extend_runs(runs_of(lines))
+
+    def extend_runs(self, runs: Sequence[LineRun]) -> None:
+        """Append runs of lines (``Supervisor.read_runs``; not rows yet: see
+        :meth:`take_new`). The columns grow in C: by a whole run at once when
+        runs are few (a frame's read of a flood is one or two), by one item per
+        run when each holds one line (streams interleaved line by line)."""
+        if not runs:
             return
-        # One C-level pass turns the lines into columns.
-        seqs, streams, times, texts, splits, *_ = zip(*lines, strict=True)
-        self._seqs.extend(seqs)
-        self._times.extend(times)
-        if Stream.STDERR in streams or True in splits:
-            self._flags += bytes(
-                [(s is Stream.STDERR) | (p << 1) for s, p in zip(streams, splits, strict=True)]
-            )
+        seqs, times, flags = self._seqs, self._times, self._flags
+        if len(runs) <= _FEW_RUNS:
+            for run in runs:
+                n = len(run.texts)
+                seqs.extend(range(run.first, run.first + n))
+                times.extend(array("d", (run.time,)) * n)
+                flags += bytes((_flag(run.stream, run.split),)) * n
+            texts = tuple(itertools.chain.from_iterable(run.texts for run in runs))
         else:
-            self._flags += bytes(len(texts))
+            firsts, streams, when, parts, splits, _ = zip(*runs, strict=True)
+            texts = tuple(itertools.chain.from_iterable(parts))
+            flag = bytes(map(_flag, streams, splits))
+            if len(texts) == len(runs):  # a line each
+                seqs.extend(firsts)
+                times.extend(when)
+                flags += flag
+            else:
+                counts = list(map(len, parts))
+                seqs.extend(
+                    itertools.chain.from_iterable(map(range, firsts, map(add, firsts, counts)))
+                )
+                times.extend(itertools.chain.from_iterable(map(itertools.repeat, when, counts)))
+                flags += bytes(itertools.chain.from_iterable(map(itertools.repeat, flag, counts)))
         self._texts.append(texts, stripped=len(texts) <= STRIP_AT_ONCE)
 
     def overflow(self) -> Trim | None:

@@ -105,7 +105,7 @@ class OutputModel(QAbstractListModel):
     Set ``procId`` (-1: none) to show a proc: its lines still in the supervisor's
     ring are loaded at once (the newest ``maxLines``), and new lines follow.
     Output events (coalesced by the supervisor every 50 ms) only mark the model
-    dirty; a frame timer then reads ``Supervisor.read(procId, since=cursor)``
+    dirty; a frame timer then reads ``Supervisor.read_runs(procId, since=cursor)``
     (``FRAME_READ_MIN`` to ``FRAME_READ_LIMIT`` lines, as many as fit
     ``FRAME_READ_BUDGET``; up to ``FRAME_READS`` such reads while it catches
     up) and, in the next turn of the event loop (so that what waits runs
@@ -636,28 +636,32 @@ class OutputModel(QAbstractListModel):
                 # Lines this far behind would be trimmed as soon as they came in:
                 # skip to the newest maxLines (the log file keeps everything).
                 self._cursor = newest - self._buf.max_lines
-            batch = self._sup.read(self._proc_id, since=self._cursor, limit=limit, partial=True)
+            batch = self._sup.read_runs(
+                self._proc_id, since=self._cursor, limit=limit, partial=True
+            )
         except ProcNotFound:  # dismissed: what we hold stays on screen
             self._stop_following()
             return 0
-        lines = batch.lines
-        # Unfinished lines come last, and only in a read that reached the end;
-        # the cursor stays before them: the next read has them again, or their end.
-        complete = len(lines)
-        while complete and lines[complete - 1].partial:
+        runs = batch.runs
+        # Unfinished lines come last (a run each), and only in a read that reached
+        # the end; the cursor stays before them: the next read has them again, or
+        # their end.
+        complete = len(runs)
+        while complete and runs[complete - 1].partial:
             complete -= 1
-        self._set_partial(lines[-1] if complete < len(lines) else None)
-        if complete < len(lines):
-            lines = lines[:complete]
-        self._buf.extend(lines)
-        if len(lines) >= 100:
-            cost = (time.perf_counter() - started) / len(lines)
+        self._set_partial(next(runs[-1].lines()) if complete < len(runs) else None)
+        if complete < len(runs):
+            runs = runs[:complete]
+        self._buf.extend_runs(runs)
+        got = sum(len(run.texts) for run in runs)
+        if got >= 100:
+            cost = (time.perf_counter() - started) / got
             self._line_cost = cost if not self._line_cost else 0.8 * self._line_cost + 0.2 * cost
         self._cursor = batch.cursor
-        self._backlog = limit is not None and len(lines) >= limit
+        self._backlog = limit is not None and got >= limit
         if batch.eof:  # both pipes closed and all read: nothing more will come
             self._stop_following()
-        return len(lines)
+        return got
 
     def _stop_following(self) -> None:
         self._reading = False
