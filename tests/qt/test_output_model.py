@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 import time
 
 import pytest
@@ -15,6 +16,7 @@ from pytestqt.qtbot import QtBot
 from procwindow.core import Proc, Supervisor
 from procwindow.qt import OutputModel, OutputRole
 from procwindow.qt.models import _lines, output
+from procwindow.qt.models.output import PLAIN_TEXT, RICH_TEXT, STYLED_TEXT
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -123,6 +125,54 @@ def test_text_is_stripped_and_styled_is_html(sup: Supervisor, qrun: QRun) -> Non
     assert styled.startswith("<font color=") and "RED line 2" in styled
     model.darkBackground = True
     assert model.data(red, OutputRole.STYLED) != styled
+
+
+def test_plain_lines_are_shown_as_plain_text_and_the_rest_styled(
+    sup: Supervisor, qrun: QRun
+) -> None:
+    """``shown`` is the line as it came when nothing in it needs styling; escape
+    sequences, control characters, tabs, a time or a marked match make it the
+    styled HTML (rich text while matches are marked)."""
+    lines = ["a <b>plain</b> & line  spaced", "\x1b[31mred\x1b[0m", "bell\x07", "tab\there"]
+    p = finished(sup, qrun, f"import sys; sys.stdout.write({chr(10).join(lines) + chr(10)!r})")
+    model = OutputModel(sup, p.id)
+    assert model.rowCount() == 4
+
+    def looks() -> list[tuple[str, int]]:
+        return [
+            (
+                model.data(model.index(r), OutputRole.SHOWN),
+                model.data(model.index(r), OutputRole.SHOWN_FORMAT),
+            )
+            for r in range(4)
+        ]
+
+    styled = [model.data(model.index(r), OutputRole.STYLED) for r in range(4)]
+    assert looks() == [
+        (lines[0], PLAIN_TEXT),
+        (styled[1], STYLED_TEXT),
+        (styled[2], STYLED_TEXT),
+        (styled[3], STYLED_TEXT),
+    ]
+    assert styled[3].replace("&nbsp;", " ") == "tab     here"  # expanded to the tab stop
+    changed: list[list[int]] = []
+    model.dataChanged.connect(lambda _a, _b, roles: changed.append(list(roles)))
+    model.showTimes = True
+    assert all(
+        fmt == STYLED_TEXT and re.search(r"\d\d:\d\d:\d\d\.\d{3}", text) for text, fmt in looks()
+    )
+    assert changed and OutputRole.SHOWN in changed[-1] and OutputRole.SHOWN_FORMAT in changed[-1]
+    model.showTimes = False
+    assert looks()[0] == (lines[0], PLAIN_TEXT)
+    model.filterText = "e"
+    qrun(until(lambda: model.rowCount() == 4 and not model.filtering))
+    assert [fmt for _, fmt in looks()] == [RICH_TEXT] * 4
+    assert "background-color" in looks()[0][0]
+    model.filterText = ""
+    qrun(until(lambda: model.rowCount() == 4 and not model.filtering))
+    assert looks()[0] == (lines[0], PLAIN_TEXT)
+    # Beyond the rows: nothing to show, a format a view can take.
+    assert model.data(model.index(7), OutputRole.SHOWN_FORMAT) == PLAIN_TEXT
 
 
 def test_appends_are_batched_one_insert_per_frame(

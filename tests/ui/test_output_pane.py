@@ -152,7 +152,7 @@ def shown_at(view: QQuickItem) -> list[tuple[str, float]]:
     """The lines shown and where, in the view."""
     shown = lines_shown(view)
     return [
-        (line.property("styled"), round(line.mapToItem(view, QPointF()).y(), 3)) for line in shown
+        (line.property("shown"), round(line.mapToItem(view, QPointF()).y(), 3)) for line in shown
     ]
 
 

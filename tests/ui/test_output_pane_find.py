@@ -6,12 +6,14 @@ each line arrived and copies keep them. Real windows, real children."""
 from __future__ import annotations
 
 import re
+import sys
 
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 
 from procwindow.core import Supervisor
+from procwindow.qt.models.output import PLAIN_TEXT, RICH_TEXT, STYLED_TEXT
 from procwindow.qt.window import open_proc_window, window_model
 
 from .conftest import Run
@@ -168,9 +170,11 @@ def test_regex_and_case_marks_and_esc_as_before(sup: Supervisor, run: Run) -> No
         await type_text(window, "NE+DLE")
         await until(lambda: view.property("count") == 30, what="filtered by the regex")
         await settle(0.2)
-        styled = row_item(view, 29).property("styled")
+        found = row_item(view, 29)
+        styled = found.property("shown")
         marks = re.findall(r'background-color:#[0-9a-f]{8}">(.*?)</span>', styled)
         assert marks == ["NEEDLE"]  # case: not "needle"
+        assert found.property("shownFormat") == RICH_TEXT  # backgrounds need rich text
         await key(window, Qt.Key.Key_Return)
         await until_equal(lambda: out.currentMatch, 0, what="the first")
         # Esc still clears the filter first, then hands the keys back to the table.
@@ -197,12 +201,13 @@ def test_the_times_toggle_shows_when_lines_arrived_and_copies_them(
         assert toggle.property("toolTipText") == "Show the time each line arrived"
         assert not toggle.property("checked")
         first = row_item(view, 0)
-        assert first.property("styled") == "1"
+        assert (first.property("shown"), first.property("shownFormat")) == ("1", PLAIN_TEXT)
         width_before = view.property("contentWidth")
 
         await click(window, toggle)
         assert toggle.property("checked")
         await until(lambda: TIME.match(plain(row_item(view, 0))), what="times shown")
+        assert row_item(view, 0).property("shownFormat") == STYLED_TEXT
         assert [plain(row_item(view, r))[13:] for r in range(5)] == ["1", "2", "3", "4", "5"]
         await settle(0.1)
         assert view.property("contentWidth") >= width_before
@@ -213,7 +218,8 @@ def test_the_times_toggle_shows_when_lines_arrived_and_copies_them(
         assert all(TIME.match(c) for c in clipboard.text().splitlines())
 
         await click(window, toggle)
-        await until(lambda: row_item(view, 0).property("styled") == "1", what="times hidden")
+        await until(lambda: row_item(view, 0).property("shown") == "1", what="times hidden")
+        assert row_item(view, 0).property("shownFormat") == PLAIN_TEXT
         await key(window, Qt.Key.Key_C, COPY_ALL)
         await until(lambda: clipboard.text() == "1\n2\n3\n4\n5", what="copied without times")
 
@@ -221,4 +227,33 @@ def test_the_times_toggle_shows_when_lines_arrived_and_copies_them(
 
 
 def plain(line: QQuickItem) -> str:
-    return re.sub(r"<[^>]+>", "", line.property("styled")).replace("&nbsp;", " ")
+    return re.sub(r"<[^>]+>", "", line.property("shown")).replace("&nbsp;", " ")
+
+
+def test_a_plain_line_is_drawn_as_its_styled_twin(sup: Supervisor, run: Run) -> None:
+    """Lines with nothing to style are drawn as plain text, the others as styled
+    text: the same characters look the same either way (runs of spaces, a
+    leading space, characters HTML would take for markup)."""
+    text = "  lead  <b>not bold</b> &amp; a   b"
+
+    async def scenario() -> None:
+        # The twin carries an escape sequence that changes nothing but its format.
+        code = f"print({text!r}); print('\\x1b[0m' + {text!r})"
+        proc = await sup.spawn([sys.executable, "-c", code], session="look", agent="a")
+        await sup.wait(proc.id)
+        window = open_proc_window(sup, "look", "a")
+        view = await item(window, "outputView")
+        await until(lambda: view.property("count") == 2, what="2 lines")
+        await settle(0.2)
+        plain, styled = row_item(view, 0), row_item(view, 1)
+        assert (plain.property("shown"), plain.property("shownFormat")) == (text, PLAIN_TEXT)
+        assert styled.property("shownFormat") == STYLED_TEXT
+        shot = window.grabWindow()
+        first, second = (
+            shot.copy(row.mapRectToScene(row.boundingRect()).toAlignedRect())
+            for row in (plain, styled)
+        )
+        assert first.size() == second.size()
+        assert first == second
+
+    run(scenario())

@@ -58,6 +58,10 @@ async def demo(sup: Supervisor, make_workspace: MakeWorkspace) -> tuple[Workspac
 
 
 @pytest.mark.parametrize("size", SIZES)
+# Qt's animation timer says so, now and then (about one run in ten here), as it
+# does in test_output_pane's flood: its own bookkeeping of the offscreen
+# animation driver, not a message about anything in our QML.
+@pytest.mark.qt_log_ignore("QUnifiedTimer::stopAnimationDriver: driver is not running")
 def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str) -> None:
     width, height = SIZES[size]
 

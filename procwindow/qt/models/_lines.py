@@ -452,6 +452,12 @@ class LineBuffer:
         """The text of ``lines[pos]`` as it came (with its escape sequences)."""
         return self._texts.raw(self._base + pos)
 
+    def is_plain(self, pos: int) -> bool:
+        """True if ``lines[pos]`` has nothing to strip: its plain text is the raw
+        text itself (stripping gives back the same object when it removes nothing)."""
+        number = self._base + pos
+        return self._texts.plain(number) is self._texts.raw(number)
+
     def is_stderr(self, pos: int) -> bool:
         """True if ``lines[pos]`` came on stderr."""
         return bool(self._flags[self._head + pos] & _STDERR)

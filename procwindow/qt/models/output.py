@@ -79,6 +79,13 @@ FRAME_READ_BUDGET = 0.004
 #: since the last frame than one read takes): a burst is shown sooner. A flood
 #: gets one read a frame: what it adds is skipped past anyway.
 FRAME_READS = 3
+#: The ``shownFormat`` of a line: QML ``Text``'s ``textFormat`` values. Plain text
+#: is laid out faster than styled text, and needs no HTML made for it.
+PLAIN_TEXT = 0  # Text.PlainText
+RICH_TEXT = 1  # Text.RichText: a filter's marks (backgrounds)
+STYLED_TEXT = 4  # Text.StyledText: colours and attributes
+#: The roles a change of style (colours, times, marks) changes.
+_STYLE_ROLES = [OutputRole.STYLED, OutputRole.SHOWN, OutputRole.SHOWN_FORMAT]
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
 #: the next frames.
 FILTER_BUDGET = 0.005
@@ -163,7 +170,12 @@ class OutputModel(QAbstractListModel):
     ``time``, ``timeText`` (``HH:MM:SS.mmm``), ``text`` (ANSI stripped; also
     ``display``), ``styled`` (HTML, see :func:`procwindow.qt.ansi.to_html`; each
     line is rendered on its own, colours for ``darkBackground``), ``split``
-    (a piece of an over-long line).
+    (a piece of an over-long line). A view draws ``shown`` with ``textFormat:
+    shownFormat``: the text as it came, as ``Text.PlainText``, when there is
+    nothing to style (no escape sequence, control character or tab, no match
+    marked, no time shown), else ``styled`` as ``Text.StyledText`` (or
+    ``Text.RichText`` while matches are marked). Most lines are plain: they are
+    laid out faster, and no HTML is made for them.
 
     Costs (100k-line ring, 2-core machine): selecting the proc ~80 ms, nearly all
     of it ``Supervisor.read``; the ANSI stripping of such a load (~0.1 s) is
@@ -347,7 +359,7 @@ class OutputModel(QAbstractListModel):
         self._palette = ansi.DARK_PALETTE if self._dark else ansi.LIGHT_PALETTE
         rows = self._count
         if rows:
-            self.dataChanged.emit(self.index(0), self.index(rows - 1), [OutputRole.STYLED])
+            self.dataChanged.emit(self.index(0), self.index(rows - 1), _STYLE_ROLES)
         if self._partial is not None:
             self.partialChanged.emit()
 
@@ -367,7 +379,7 @@ class OutputModel(QAbstractListModel):
             for changed in (old, row):
                 if 0 <= changed < self._count:
                     index = self.index(changed)
-                    self.dataChanged.emit(index, index, [OutputRole.STYLED])
+                    self.dataChanged.emit(index, index, _STYLE_ROLES)
         self.currentMatchChanged.emit()
 
     def _color(self, key: str) -> QColor:
@@ -479,8 +491,17 @@ class OutputModel(QAbstractListModel):
         row = index.row()
         pos = buf.position(row) if row < self._count else -1
         if pos < 0:
-            return empty_data(role)
+            return PLAIN_TEXT if role == OutputRole.SHOWN_FORMAT else empty_data(role)
         match role:
+            case OutputRole.SHOWN:
+                raw = buf.raw(pos)
+                if self._drawn_plain(pos, raw):
+                    return raw
+                return self._styled(raw, pos, row, buf.time(pos))
+            case OutputRole.SHOWN_FORMAT:
+                if self._drawn_plain(pos, buf.raw(pos)):
+                    return PLAIN_TEXT
+                return RICH_TEXT if self._marker is not None else STYLED_TEXT
             case OutputRole.STYLED:
                 return self._styled(buf.raw(pos), pos, row, buf.time(pos))
             case OutputRole.IS_STDERR:
@@ -499,6 +520,17 @@ class OutputModel(QAbstractListModel):
                 return buf.held(pos)[4]
             case _:
                 return empty_data(role)
+
+    def _drawn_plain(self, pos: int, raw: str) -> bool:
+        """True if the line at ``pos`` is drawn as plain text: nothing to mark,
+        no time before it, no escape sequence, control character or tab (the
+        styled HTML expands tabs to the terminal's columns)."""
+        return (
+            self._marker is None
+            and not self._show_times
+            and "\t" not in raw
+            and self._buf.is_plain(pos)
+        )
 
     def _styled(self, text: str, plain: str | int, row: int, when: float) -> str:
         """The ``styled`` HTML of a line: its raw ``text``; ``plain``, its stripped

@@ -201,6 +201,8 @@ class OutputRole(enum.IntEnum):
     TEXT = enum.auto()
     STYLED = enum.auto()
     SPLIT = enum.auto()
+    SHOWN = enum.auto()
+    SHOWN_FORMAT = enum.auto()
 
 
 OUTPUT_ROLE_NAMES: dict[int, QByteArray] = {
@@ -213,6 +215,8 @@ OUTPUT_ROLE_NAMES: dict[int, QByteArray] = {
     OutputRole.TEXT: QByteArray(b"text"),
     OutputRole.STYLED: QByteArray(b"styled"),
     OutputRole.SPLIT: QByteArray(b"split"),
+    OutputRole.SHOWN: QByteArray(b"shown"),
+    OutputRole.SHOWN_FORMAT: QByteArray(b"shownFormat"),
 }
 
 

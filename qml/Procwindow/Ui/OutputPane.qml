@@ -359,7 +359,8 @@ FocusScope {
                     id: line
 
                     required property int index
-                    required property string styled
+                    required property string shown
+                    required property int shownFormat
                     required property bool isStderr
 
                     readonly property bool isSelected: index >= pane.selectionStart && index <= pane.selectionEnd
@@ -394,8 +395,9 @@ FocusScope {
                         x: Theme.spacing + 4
                         height: parent.height
                         verticalAlignment: Text.AlignVCenter
-                        text: line.styled
-                        textFormat: pane.marking ? Text.RichText : Text.StyledText
+                        // Plain text unless the line has something to style (the model says).
+                        text: line.shown
+                        textFormat: line.shownFormat
                         color: line.isStderr ? Theme.stderrText : Theme.outputText
                         font.family: Theme.monoFamily
                         font.pixelSize: Theme.monoFontSize
