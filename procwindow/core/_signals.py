@@ -18,6 +18,8 @@ __all__ = ["TreeSignals", "tree_in"]
 
 #: Poll interval while waiting for a proc's leftover descendants to die.
 TREE_POLL = 0.02
+#: Seconds to wait for what was SIGKILLed at the end of a grace to be gone.
+KILL_WAIT = 2.0
 
 
 def tree_in(snap: Snapshot, child: Child) -> dict[int, int]:
@@ -176,22 +178,43 @@ class TreeSignals:
     async def stop_leftovers(self, child: Child, grace: float) -> None:
         """After the leader exited: TERM what remains of its tree, KILL it after
         ``grace`` seconds."""
-        tree = self.tree(child)
+        tree = await self._tree_after(child, time.monotonic())
         if tree is not None and not tree:
             return
         self.signal_tree(child, signal.SIGTERM)
         self.signal_tree(child, signal.SIGCONT)
         await self._await_tree_gone(child, time.monotonic() + grace)
 
+    async def _tree_after(self, child: Child, since: float) -> dict[int, int] | None:
+        """``tree`` from a look at /proc taken at ``since`` or later. It waits one
+        turn of the loop first: procs that ended together share the look."""
+        await asyncio.sleep(0)
+        return self.tree(child, time.monotonic() - since)
+
     async def _await_tree_gone(self, child: Child, deadline: float) -> None:
-        """Wait until the tree is gone; KILL what is left at ``deadline``."""
-        tree = self.tree(child)
+        """Wait until the tree is gone; KILL what is left at ``deadline``.
+
+        Gone means gone in a look at /proc taken after the signals and the
+        leader's end: a shared look from just before may predate a member forked
+        since, and term() would return with that member alive.
+        """
+        since = time.monotonic()
+        tree = await self._tree_after(child, since)
         if tree is not None and not tree:
             return
+        if await self._poll_tree_gone(child, since, deadline):
+            return
+        self.kill_leftovers(child, FRESH_TTL)
+        # SIGKILL cannot be refused, but dying takes a moment (longer for a
+        # process inside the kernel): term() returns once it is done.
+        await self._poll_tree_gone(child, time.monotonic(), time.monotonic() + KILL_WAIT)
+
+    async def _poll_tree_gone(self, child: Child, since: float, deadline: float) -> bool:
+        """Look at /proc every TREE_POLL until the tree is gone (True) or ``deadline``."""
         # Nothing signals "a non-child pid died": poll /proc.
         while time.monotonic() < deadline:
-            tree = self.tree(child)
+            tree = self.tree(child, min(TREE_POLL, time.monotonic() - since))
             if tree is not None and not tree:
-                return
+                return True
             await asyncio.sleep(TREE_POLL)
-        self.kill_leftovers(child, FRESH_TTL)
+        return False

@@ -124,3 +124,44 @@ def test_a_pid_hopper_is_stopped_by_term_without_a_subreaper(run, tmp_path):
             assert snap.marked.get(p.id, []) == []
 
     run(main())
+
+
+#: Waits for a line on stdin, then forks a child that ignores SIGTERM, says its
+#: pid, and sleeps (the leader exits at SIGTERM at once).
+LATE_STUBBORN_CHILD = py(
+    """
+    import os, signal, sys, time
+    print("ready", flush=True)
+    sys.stdin.readline()
+    pid = os.fork()
+    if pid == 0:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        time.sleep(60)
+        os._exit(0)
+    print("child", pid, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_term_waits_for_a_member_newer_than_the_last_look_at_proc(run, tmp_path):
+    """term() returns once the whole tree is gone, judged by a look at /proc taken
+    after the leader ended: one taken a moment before (shared between signals)
+    does not know a member forked since, which would outlive term."""
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
+            p = await sup.spawn(LATE_STUBBORN_CHILD, session="s", agent="a", stdin=True)
+            await sup.wait_for(p.id, "ready", timeout=10)
+            assert sup._run is not None
+            sup._run.signals.snap(0)  # a look at /proc now, before the child exists
+            await sup.write(p.id, b"\n")
+            line = await sup.wait_for(p.id, "child", timeout=10)
+            child = int(line.text.split()[1])
+            info = await sup.term(p.id)
+            assert info.reason is ExitReason.TERMINATED
+            assert not psutil.pid_exists(child) or (
+                psutil.Process(child).status() == psutil.STATUS_ZOMBIE
+            ), "a member of the tree outlived term()"
+
+    run(main())
