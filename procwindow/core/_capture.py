@@ -10,6 +10,7 @@ import os
 from collections.abc import Callable
 
 from ._child import Child
+from ._output import ReadBuffers
 from ._types import Line, Stream
 
 __all__ = ["BIG_PIPE", "OUTPUT_EVENT_INTERVAL", "PARTIAL_DELAY", "Capture"]
@@ -58,6 +59,7 @@ class Capture:
         over_budget: Callable[[], bool],
         reclaim: Callable[[], None],
         partial: Partial,
+        buffers: ReadBuffers,
     ) -> None:
         self._loop = loop
         self._announce = announce
@@ -67,9 +69,12 @@ class Capture:
         self._over_budget = over_budget
         self._reclaim = reclaim
         self._partial = partial
-        # One shared read buffer: reads never allocate, and the ring copies out
-        # only what it keeps (a fresh 1 MiB bytes per read fragments the heap).
-        self._buf = bytearray(BIG_PIPE)
+        # One read buffer at a time, shared by every child. A full one is handed
+        # to the child's ring as it is (the copy would cost more than counting
+        # the lines), and the next read goes to a spare one; a shorter read is
+        # copied out, so a ring never holds a big buffer for a few lines.
+        self._buffers = buffers
+        self._buf = buffers.take()
         self._view = memoryview(self._buf)
         self._dirty: set[Child] = set()
         self._flush_handle: asyncio.TimerHandle | None = None
@@ -104,8 +109,9 @@ class Capture:
         now = self._clock()
         store = child.store
         seqs = None
+        handed = n == len(self._buf)
         try:
-            seqs = store.feed(stream, self._buf, n, now)
+            seqs = store.feed(stream, self._buf, n, now, handed=handed)
         except Exception:
             # A failure of ours must not stop the draining (the child would block
             # on a full pipe): log it once per proc, lose these lines, go on.
@@ -114,6 +120,9 @@ class Capture:
                 log.exception("proc %d: capture failed; its %s lines are lost", child.id, stream)
         pending = store.pending_size(stream)
         child.disk.write(stream, self._view[:n], now, store.last_seq, pending)
+        if handed:  # the ring has it now: it is never written again
+            self._buf = self._buffers.take()
+            self._view = memoryview(self._buf)
         if seqs is not None:
             self._note(child, stream, seqs)
             child.partials.pop(stream, None)  # its line is complete now

@@ -17,7 +17,7 @@ from operator import attrgetter
 
 from ._types import Line, LineRun, Stream
 
-__all__ = ["LINE_MAX", "OutputStore", "RingBudget"]
+__all__ = ["LINE_MAX", "OutputStore", "ReadBuffers", "RingBudget"]
 
 #: A line longer than this many bytes is split into pieces marked ``split``.
 LINE_MAX = 64 * 1024
@@ -32,8 +32,21 @@ class _Block:
     count: int  # number of lines
     stream: Stream
     time: float
-    data: bytes  # the lines joined by b"\n", without a final newline
+    # The lines joined by b"\n", without a final newline: ``head + data``.
+    # ``data`` is a view of a read buffer the ring was handed (see ReadBuffers)
+    # when ``head`` (the start of its first line, from an earlier read) may be
+    # set; otherwise bytes, and ``head`` is empty.
+    data: bytes | memoryview
     split: bool  # a single piece of an over-long line (count == 1)
+    head: bytes = b""
+
+    @property
+    def size(self) -> int:
+        return len(self.head) + len(self.data)
+
+    def text(self) -> str:
+        raw = b"".join((self.head, self.data)) if self.head else self.data
+        return str(raw, "utf-8", "replace")
 
 
 def _utf8_cut(data: bytes, limit: int) -> int:
@@ -77,6 +90,36 @@ class RingBudget:
         return self.used > self.limit
 
 
+class ReadBuffers:
+    """Spare read buffers of one size, shared by a capture and its rings.
+
+    A full read is handed to its ring as it is, instead of copied into it
+    (``OutputStore.feed(..., handed=True)``): in a flood every read is full,
+    and the copy was a third of what capture costs beyond the kernel's own.
+    The reader then takes another buffer, and a ring gives each buffer back
+    when its lines fall off; a few are kept spare, so a flood reuses the same
+    memory instead of allocating a buffer per read.
+    """
+
+    __slots__ = ("_spare", "keep", "size")
+
+    def __init__(self, size: int, keep: int = 2) -> None:
+        self.size = size
+        self.keep = keep
+        self._spare: list[bytearray] = []
+
+    def take(self) -> bytearray:
+        return self._spare.pop() if self._spare else bytearray(self.size)
+
+    def give(self, buf: bytearray) -> None:
+        if len(self._spare) < self.keep and len(buf) == self.size:
+            self._spare.append(buf)
+
+    @property
+    def spare(self) -> int:
+        return len(self._spare)
+
+
 class _Pending:
     """The unterminated tail of one stream."""
 
@@ -106,11 +149,13 @@ class OutputStore:
         max_bytes: int,
         line_max: int = LINE_MAX,
         budget: RingBudget | None = None,
+        buffers: ReadBuffers | None = None,
     ) -> None:
         self._max_lines = max_lines
         self._max_bytes = max_bytes
         self._line_max = line_max
         self._budget = budget
+        self._buffers = buffers
         self._blocks: list[_Block] = []
         self._head = 0  # index of the first live block in _blocks
         self._bytes = 0
@@ -126,13 +171,21 @@ class OutputStore:
     # -- capture -------------------------------------------------------------
 
     def feed(
-        self, stream: Stream, buf: bytes | bytearray, size: int, now: float
+        self,
+        stream: Stream,
+        buf: bytes | bytearray,
+        size: int,
+        now: float,
+        *,
+        handed: bool = False,
     ) -> tuple[int, int] | None:
         """Take one read (``buf[:size]``) made at time ``now``; return the (first,
         last) seq of lines it completed. Every line it completes carries ``now``.
 
         ``buf`` may be the caller's reusable read buffer: what is kept is copied
-        out of it exactly once.
+        out of it exactly once. With ``handed`` (a full buffer from this store's
+        ReadBuffers) the buffer is the store's from now on, and must never be
+        written again: the ring keeps it as it is, or gives it back at once.
         """
         self._now = now
         self.total_bytes += size
@@ -141,15 +194,34 @@ class OutputStore:
         view = memoryview(buf)
         end = buf.rfind(b"\n", 0, size)
         if end >= 0:
-            whole = b"".join((pending.data, view[:end])) if pending.data else bytes(view[:end])
+            head = pending.data
             pending.data = bytes(view[end + 1 : size])
-            self._add_whole(stream, whole)
+            if handed and size == len(buf) and isinstance(buf, bytearray):
+                handed = not self._add_handed(stream, head, buf, end)
+            else:
+                self._add_whole(stream, b"".join((head, view[:end])) if head else bytes(view[:end]))
         else:
             pending.data = b"".join((pending.data, view[:size]))
         view.release()
+        if handed and self._buffers is not None and isinstance(buf, bytearray):
+            self._buffers.give(buf)
         if len(pending.data) > self._line_max:
             self._overflow(stream, pending)
         return (first, self._last_seq) if self._last_seq >= first else None
+
+    def _add_handed(self, stream: Stream, head: bytes, buf: bytearray, end: int) -> bool:
+        """Keep the complete lines ``head + buf[:end]`` without copying them, and
+        return True; or return False (nothing kept) when a line may be too long."""
+        limit = self._line_max
+        if len(head) + end > limit and (
+            _may_hold_long_line(buf, limit, end) or len(head) + buf.find(b"\n", 0, end + 1) > limit
+        ):
+            self._add_whole(stream, b"".join((head, memoryview(buf)[:end])))
+            return False
+        # buf[end] is the last newline of buf, so it holds one more than buf[:end].
+        count = count_newlines(buf)
+        self._append(stream, memoryview(buf)[:end], count, split=False, head=head)
+        return True
 
     def flush(self, stream: Stream, now: float) -> tuple[int, int] | None:
         """End of stream at time ``now``: the unterminated tail becomes a last line."""
@@ -195,14 +267,23 @@ class OutputStore:
             self._append(stream, piece, 1, split=True)
         pending.data = rest + b"\r" if keep_cr else rest
 
-    def _append(self, stream: Stream, data: bytes, count: int, *, split: bool) -> None:
-        block = _Block(self._last_seq + 1, count, stream, self._now, data, split)
+    def _append(
+        self,
+        stream: Stream,
+        data: bytes | memoryview,
+        count: int,
+        *,
+        split: bool,
+        head: bytes = b"",
+    ) -> None:
+        block = _Block(self._last_seq + 1, count, stream, self._now, data, split, head)
         self._blocks.append(block)
         self._last_seq += count
         self._lines += count
-        self._bytes += len(data)
+        size = block.size
+        self._bytes += size
         if self._budget is not None:
-            self._budget.used += len(data)
+            self._budget.used += size
         self._evict()
 
     def _evict(self) -> None:
@@ -220,9 +301,10 @@ class OutputStore:
                 break
             self._head += 1
             self._lines -= front.count
-            self._bytes -= len(front.data)
-            freed += len(front.data)
-            front.data = b""  # free it now; the list is compacted in bulk below
+            size = front.size
+            self._bytes -= size
+            freed += size
+            self._free(front)  # now; the list is compacted in bulk below
             if front is self._decoded_block:
                 self._decoded_block, self._decoded = None, []
         if self._head > 64 and self._head * 2 > len(blocks):
@@ -230,6 +312,14 @@ class OutputStore:
             self._head = 0
         if self._budget is not None:
             self._budget.used -= freed
+
+    def _free(self, block: _Block) -> None:
+        data, block.data, block.head = block.data, b"", b""
+        if isinstance(data, memoryview):
+            buf = data.obj
+            data.release()
+            if self._buffers is not None and isinstance(buf, bytearray):
+                self._buffers.give(buf)
 
     def shrink(self, max_bytes: int) -> int:
         """Give memory back: let whole blocks fall off until at most ``max_bytes``
@@ -341,7 +431,7 @@ class OutputStore:
         block) they are kept until the next read: a reader taking a big block a
         frame's worth at a time decodes it once, and a ring nobody is in the
         middle of reading holds no text."""
-        texts = self._decoded if block is self._decoded_block else _decode_lines(block.data)
+        texts = self._decoded if block is self._decoded_block else _split_text(block.text())
         self._decoded_block, self._decoded = (block, texts) if keep else (None, [])
         return texts
 
@@ -371,7 +461,7 @@ class OutputStore:
             if stream is not None and block.stream is not stream:
                 cursor = last
                 continue
-            text = block.data.decode("utf-8", "replace")
+            text = block.text()
             skip = max(0, start - block.first)
             if block_test is not None and "\r" not in text and not block_test(text):
                 cursor = last
@@ -420,11 +510,11 @@ def count_newlines(data: bytes | bytearray) -> int:
     return found if found < allowed else data.count(b"\n")
 
 
-def _may_hold_long_line(data: bytes, limit: int) -> bool:
+def _may_hold_long_line(data: bytes | bytearray, limit: int, size: int | None = None) -> bool:
     # A line longer than ``limit`` covers at least one whole aligned window of
     # limit // 2 bytes, so if every such window holds a newline there is none.
     half = max(1, limit // 2)
-    for start in range(0, len(data) - half + 1, half):
+    for start in range(0, (len(data) if size is None else size) - half + 1, half):
         if data.find(b"\n", start, start + half) < 0:
             return True
     return False

@@ -25,7 +25,7 @@ from ._archive import (
     Archive,
     reclaim_rings,
 )
-from ._capture import Capture
+from ._capture import BIG_PIPE, Capture
 from ._child import Child, StopCause
 from ._errors import (
     ProcNotFound,
@@ -36,7 +36,7 @@ from ._errors import (
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._linux import require_linux
 from ._orchestra import run_of
-from ._output import OutputStore, RingBudget
+from ._output import OutputStore, ReadBuffers, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
@@ -112,6 +112,7 @@ class _Running:
             lambda: sup._budget.used > sup._budget.limit,
             sup._reclaim,
             sup._announce_partial,
+            sup._buffers,
         )
         self.sweeper = Sweeper(
             loop,
@@ -218,6 +219,7 @@ class Supervisor:
             history_age=history_age,
         )
         self._budget = RingBudget(ring_budget)
+        self._buffers = ReadBuffers(BIG_PIPE)
         self._want_subreaper = subreaper
         self._watchdog = Watchdog(self._token) if watchdog else None
         self._statefile = StateFile(self._token)
@@ -501,7 +503,9 @@ class Supervisor:
             started.popen,
             started.pidfd,
             fds,
-            OutputStore(self.ring_lines, self.ring_bytes, budget=self._budget),
+            OutputStore(
+                self.ring_lines, self.ring_bytes, budget=self._budget, buffers=self._buffers
+            ),
             disk,
             run.loop.create_future(),
         )

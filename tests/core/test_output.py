@@ -176,6 +176,53 @@ def test_ring_bounded_by_lines_reads_the_rest_from_disk(run, tmp_path):
             assert (_texts(early), early.cursor) == (["10", "11"], 12)
 
 
+def test_a_flood_is_kept_in_its_own_read_buffers_and_reads_exactly(run, tmp_path, monkeypatch):
+    """In a flood every read fills the read buffer, and the ring keeps that buffer
+    as it is instead of a copy; the next read goes into a spare one, which lines
+    falling off the ring give back. Read from the ring as they come, and after,
+    every line is exact: no buffer is written again while the ring shows it."""
+    from procwindow.core._output import OutputStore
+
+    real_feed = OutputStore.feed
+    handed: list[bool] = []
+
+    def feed(self, *args, **kw):
+        handed.append(kw.get("handed", False))
+        return real_feed(self, *args, **kw)
+
+    monkeypatch.setattr(OutputStore, "feed", feed)
+    filler = b" the quick brown fox jumps over the lazy dog" * 3
+
+    def line(i: int) -> str:
+        return (b"%09d" % i + filler)[:99].decode()
+
+    count = 400_000  # 40 MB of 100-byte lines
+    src = tmp_path / "lines.txt"
+    src.write_bytes(b"".join(line(i).encode() + b"\n" for i in range(count)))
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path / "logs", ring_bytes=4 << 20) as sup:
+            p = await sup.spawn(["cat", str(src)], session="s", agent="a")
+            store = sup._child(p.id).store
+            cursor = checked = 0
+            while p.output_open or cursor < store.last_seq:
+                lines, _dropped, cursor = store.read(cursor, limit=20_000)
+                for ln in lines:
+                    assert ln.text == line(ln.seq - 1), ln.seq
+                checked += len(lines)
+                await asyncio.sleep(0.001)
+            assert store.last_seq == count
+            kept, dropped, _ = store.read(0)
+            assert dropped > 0 and len(kept) > 10_000
+            assert [ln.text for ln in kept] == [line(ln.seq - 1) for ln in kept]
+            assert kept[-1].seq == count
+            return checked
+
+    checked = run(main())
+    assert checked > 20_000
+    assert sum(handed) >= 20  # most of the 40 MB came in full reads, kept as they were
+
+
 def test_ring_without_logs_reports_dropped(run, tmp_path):
     async def main():
         logs = tmp_path / "logs"

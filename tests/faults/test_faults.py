@@ -207,11 +207,11 @@ def test_a_failure_in_capture_is_logged_and_the_child_stays_managed(
     real_feed = OutputStore.feed
     calls = []
 
-    def flaky_feed(self, stream, buf, size, now):
+    def flaky_feed(self, stream, buf, size, now, **kw):
         calls.append(size)
         if len(calls) == 2:
             raise RuntimeError("injected capture bug")
-        return real_feed(self, stream, buf, size, now)
+        return real_feed(self, stream, buf, size, now, **kw)
 
     monkeypatch.setattr(OutputStore, "feed", flaky_feed)
 

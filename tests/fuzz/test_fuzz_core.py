@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from procwindow.core import InvalidPattern, Pattern, Stream
 from procwindow.core._disklog import DiskLog, LogFile
-from procwindow.core._output import OutputStore, count_newlines
+from procwindow.core._output import OutputStore, ReadBuffers, count_newlines
 from procwindow.core._replay import DiskOutput
 
 LIMIT = 12  # a small line cap, so that splitting is exercised constantly
@@ -190,6 +190,52 @@ def test_replay_from_disk_gives_the_same_lines(out, err, points, rnd, starts, li
                 assert replay.read(since, limit) == store.read(since, limit)
                 for stream in Stream:
                     assert replay.read(since, limit, stream) == store.read(since, limit, stream)
+
+
+BUFFER = 16  # a small read buffer, so that most reads fill it and are handed over
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.tuples(st.booleans(), streams), max_size=6),
+    st.lists(st.integers(1, BUFFER + 4), min_size=1, max_size=20),
+    st.integers(1, 120),
+    st.integers(1, 40),
+)
+def test_handed_buffers_give_what_copies_give(parts, sizes, max_bytes, max_lines):
+    """Reads handed to the ring as they are (full ones) and reads copied out of
+    a reused buffer give the same lines, the same drops and the same cursors,
+    after every read, even as buffers come back from lines that fell off and
+    are written again. Each buffer is scribbled over before each use, so a
+    buffer given back while the ring still showed its lines would show."""
+    pool = ReadBuffers(BUFFER, keep=2)
+    handed = OutputStore(max_lines, max_bytes, line_max=LIMIT, buffers=pool)
+    copied = OutputStore(max_lines, max_bytes, line_max=LIMIT)
+    buf = pool.take()
+    step = 0
+    for is_err, data in parts:
+        stream = Stream.STDERR if is_err else Stream.STDOUT
+        pos = 0
+        while pos < len(data):
+            n = min(sizes[step % len(sizes)], BUFFER, len(data) - pos)
+            buf[:] = b"#" * BUFFER
+            buf[:n] = data[pos : pos + n]
+            pos += n
+            step += 1
+            full = n == BUFFER
+            copied.feed(stream, bytearray(buf), n, float(step))
+            handed.feed(stream, buf, n, float(step), handed=full)
+            if full:  # as the capture does: the ring has it, read into another
+                buf = pool.take()
+            for since in (0, max(0, copied.last_seq - 3)):
+                assert handed.read(since) == copied.read(since)
+    for stream in Stream:
+        assert handed.flush(stream, 1e6) == copied.flush(stream, 1e6)
+    assert handed.read(0) == copied.read(0)
+    assert handed.nbytes == copied.nbytes
+    # Nothing is lost: what fell off gave its buffer back (up to ``keep``).
+    assert handed.shrink(0) == copied.shrink(0)
+    assert handed.read(0) == copied.read(0)
 
 
 def reference_match(pattern: str, topic: str) -> bool:
