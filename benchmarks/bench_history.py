@@ -22,6 +22,10 @@ end). Each measurement gets a fresh state directory.
              ``wait4``) does what the supervisor does, so ratio = its CPU / ours.
              On a VM, where writing fresh page cache costs more at some moments
              than at others, this varies less from round to round than time does.
+             With ``--supervisord PATH``: supervisord (``stdout_logfile``, no
+             rotation) logging the same ``cat``, timed and its CPU taken (psutil)
+             from its log file's creation until the log holds every byte;
+             ratio = its time / ours, and its CPU / ours.
              The floor of counting lines in Python: ``cat FILE`` read 1 MiB at a
              time into one buffer, written to a log and its newlines counted
              (``count_newlines``, the supervisor's own counter, the fastest the
@@ -79,6 +83,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from procwindow import Supervisor
@@ -284,7 +290,70 @@ async def _capture(make: Callable[[], Supervisor], src: Path) -> tuple[float, fl
     return elapsed, cpu, nbytes, logged
 
 
-def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Report) -> None:
+SUPERVISORD_CONF = """\
+[supervisord]
+nodaemon=true
+logfile={where}/supervisord.log
+pidfile={where}/supervisord.pid
+childlogdir={where}
+
+[program:cat]
+command=cat {src}
+autostart=true
+autorestart=false
+startsecs=0
+stdout_logfile={log}
+stdout_logfile_maxbytes=0
+stdout_logfile_backups=0
+stderr_logfile={where}/cat.err
+stderr_logfile_maxbytes=0
+"""
+
+
+def supervisord_capture(supervisord: str, src: Path, where: Path) -> tuple[float, float]:
+    """supervisord logging ``cat src`` to a file: (seconds, its CPU seconds), from
+    the moment its log file appears (the program spawned) until it holds every
+    byte. supervisord's own start-up is not counted."""
+    log = where / "cat.log"
+    conf = where / "supervisord.conf"
+    conf.write_text(SUPERVISORD_CONF.format(where=where, src=src, log=log))
+    size = src.stat().st_size
+    with subprocess.Popen(
+        [supervisord, "-n", "-c", str(conf)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=where,
+    ) as daemon:
+        try:
+            proc = psutil.Process(daemon.pid)
+            deadline = time.monotonic() + 60
+            while not log.exists():
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"supervisord did not start cat (see {where})")
+                time.sleep(0.0005)
+            times, t0 = proc.cpu_times(), time.perf_counter()
+            c0 = times.user + times.system
+            while log.stat().st_size < size:
+                if daemon.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"supervisord logged {log.stat().st_size} of {size} bytes")
+                time.sleep(0.0005)
+            elapsed = time.perf_counter() - t0
+            times = proc.cpu_times()
+            cpu = times.user + times.system - c0
+        finally:
+            daemon.terminate()
+            daemon.wait(10)
+    return elapsed, cpu
+
+
+def bench_capture(
+    root: Path,
+    mb: int,
+    rounds: int,
+    budget: float,
+    report: Report,
+    supervisord: str | None = None,
+) -> None:
     size = mb * MiB
     src = plain_lines(root / f"lines-{mb}mb.txt", size)
     scale = 256 * MiB / size
@@ -297,6 +366,8 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
     cpu_off: list[float] = []
     t_floor: list[float] = []
     cpu_floor: list[float] = []
+    t_sd: list[float] = []
+    cpu_sd: list[float] = []
     short: list[str] = []
 
     def c_pipeline() -> None:
@@ -339,7 +410,18 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
             short.append(f"floor: counted {lines} lines of {size // LINE}")
         shutil.rmtree(where)
 
+    def peer() -> None:
+        assert supervisord is not None
+        where = sub_dir(root, "supervisord")
+        os.sync()
+        elapsed, cpu = supervisord_capture(supervisord, src, where)
+        t_sd.append(elapsed)
+        cpu_sd.append(cpu)
+        shutil.rmtree(where)
+
     variants = [c_pipeline, lambda: ours(True), lambda: ours(False), floor]
+    if supervisord is not None:
+        variants.append(peer)
     interleave("capture", variants, rounds, budget)
     mbs = size / 1e6
     on_ratio = [c / o for c, o in zip(t_c, t_on, strict=True)]
@@ -392,6 +474,17 @@ def bench_capture(root: Path, mb: int, rounds: int, budget: float, report: Repor
         f"`cat > LOG` {med(cpu_consumer) * scale:.3f} s",
         f"{med(cpu_ratio):.2f}x {rounds_of(cpu_ratio)}",
     )
+    if supervisord is not None:
+        sd_ratio = [sd / o for sd, o in zip(t_sd, t_on, strict=True)]
+        sd_cpu = [sd / o for sd, o in zip(cpu_sd, cpu_on, strict=True)]
+        report.add(
+            "capture",
+            "supervisord: capture (MB/s); CPU per 256 MiB",
+            f"history on {mbs / med(t_on):.0f} MB/s; {med(cpu_on) * scale:.3f} s",
+            f"supervisord {mbs / med(t_sd):.0f} MB/s; {med(cpu_sd) * scale:.3f} s",
+            f"speed {med(sd_ratio):.2f}x {rounds_of(sd_ratio)}; CPU theirs/ours "
+            f"{med(sd_cpu):.2f}x {rounds_of(sd_cpu)}",
+        )
     for s in short:
         print(f"  WARNING: {s}", flush=True)
 
@@ -761,6 +854,11 @@ def main() -> int:
     )
     ap.add_argument("--only", help=f"comma-separated subset of {','.join(SECTIONS)}")
     ap.add_argument("--dir", help="where to write inputs, logs and state (default: temp dir)")
+    ap.add_argument(
+        "--supervisord",
+        metavar="PATH",
+        help="also capture with this supervisord (e.g. from `pip install supervisor`)",
+    )
     args = ap.parse_args()
     quick: bool = args.quick
     rounds: int = args.rounds or (3 if quick else 5)
@@ -774,7 +872,10 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="procwindow-bench-history-", dir=args.dir))
     report = Report()
     plan: list[tuple[str, Callable[[], None]]] = [
-        ("capture", lambda: bench_capture(root, capture_mb, rounds, budget, report)),
+        (
+            "capture",
+            lambda: bench_capture(root, capture_mb, rounds, budget, report, args.supervisord),
+        ),
         ("spawn", lambda: bench_spawn(root, 200, rounds, budget, report)),
         ("idle", lambda: bench_idle(root, 200, idle_window, rounds, budget, report)),
         ("search", lambda: bench_search(root, search_mb, rounds, budget, report)),
