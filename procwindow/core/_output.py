@@ -33,9 +33,9 @@ class _Block:
     stream: Stream
     time: float
     # The lines joined by b"\n", without a final newline: ``head + data``.
-    # ``data`` is a view of a read buffer the ring was handed (see ReadBuffers)
-    # when ``head`` (the start of its first line, from an earlier read) may be
-    # set; otherwise bytes, and ``head`` is empty.
+    # ``data`` is bytes, or a view of a read buffer handed to the ring (see
+    # ReadBuffers); only such a block has a ``head``: the start of its first
+    # line, which came in earlier reads.
     data: bytes | memoryview
     split: bool  # a single piece of an over-long line (count == 1)
     head: bytes = b""
@@ -317,7 +317,10 @@ class OutputStore:
         data, block.data, block.head = block.data, b"", b""
         if isinstance(data, memoryview):
             buf = data.obj
-            data.release()
+            try:
+                data.release()
+            except BufferError:  # still looked at somewhere: not to be written again
+                return
             if self._buffers is not None and isinstance(buf, bytearray):
                 self._buffers.give(buf)
 
