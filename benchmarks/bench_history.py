@@ -143,6 +143,11 @@ def med(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
+def ratios(num: Sequence[float], den: Sequence[float]) -> list[float]:
+    """Round by round, ``num / den``."""
+    return [a / b for a, b in zip(num, den, strict=True)]
+
+
 def rounds_of(xs: Sequence[float], fmt: str = "{:.2f}") -> str:
     return "(" + ", ".join(fmt.format(x) for x in xs) + ")"
 
@@ -424,8 +429,8 @@ def bench_capture(
         variants.append(peer)
     interleave("capture", variants, rounds, budget)
     mbs = size / 1e6
-    on_ratio = [c / o for c, o in zip(t_c, t_on, strict=True)]
-    off_ratio = [c / o for c, o in zip(t_c, t_off, strict=True)]
+    on_ratio = ratios(t_c, t_on)
+    off_ratio = ratios(t_c, t_off)
     cost = [(on / off - 1) * 100 for on, off in zip(t_on, t_off, strict=True)]
     base = f"cat|cat>log {mbs / med(t_c):.0f} MB/s"
     report.add(
@@ -442,8 +447,8 @@ def bench_capture(
         base,
         f"{med(off_ratio):.2f}x {rounds_of(off_ratio)}",
     )
-    floor_ratio = [c / f for c, f in zip(t_c, t_floor, strict=True)]
-    to_floor = [f / o for f, o in zip(t_floor, t_on, strict=True)]
+    floor_ratio = ratios(t_c, t_floor)
+    to_floor = ratios(t_floor, t_on)
     report.add(
         "capture",
         "floor: Python read 1 MiB + write + count newlines",
@@ -466,7 +471,7 @@ def bench_capture(
         f"cat|cat>log (both cats) {med(cpu_c) * scale:.3f} s",
         f"on/off {med(cpu_on) / med(cpu_off):.2f}x",
     )
-    cpu_ratio = [c / o for c, o in zip(cpu_consumer, cpu_on, strict=True)]
+    cpu_ratio = ratios(cpu_consumer, cpu_on)
     report.add(
         "capture",
         "capture CPU per 256 MiB vs the C consumer",
@@ -475,8 +480,8 @@ def bench_capture(
         f"{med(cpu_ratio):.2f}x {rounds_of(cpu_ratio)}",
     )
     if supervisord is not None:
-        sd_ratio = [sd / o for sd, o in zip(t_sd, t_on, strict=True)]
-        sd_cpu = [sd / o for sd, o in zip(cpu_sd, cpu_on, strict=True)]
+        sd_ratio = ratios(t_sd, t_on)
+        sd_cpu = ratios(cpu_sd, cpu_on)
         report.add(
             "capture",
             "supervisord: capture (MB/s); CPU per 256 MiB",
