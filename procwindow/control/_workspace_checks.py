@@ -327,7 +327,7 @@ class KeyChecker:
     def resolve(self, program: str, cwd: str, env: dict[str, str] | None, key: Key) -> None:
         """Find the program as spawn will, so that a typo fails before anything starts."""
         try:
-            resolve_command(program, {**os.environ, **(env or {})}, cwd)
+            resolve_command(program, os.get_exec_path({**os.environ, **(env or {})}), cwd)
         except (CommandNotFound, NotExecutable) as exc:
             raise self.fail(key, _clip(str(exc), 200)) from None
 

@@ -41,6 +41,7 @@ class Child:
         "capture_failed",
         "disk",
         "exit_fut",
+        "exit_waiters",
         "final_seq",
         "max_read",
         "open_streams",
@@ -88,6 +89,8 @@ class Child:
         self.store = store
         self.disk = disk
         self.exit_fut = exit_fut
+        #: Futures of callers of ``until_exit``, done at the exit.
+        self.exit_waiters: list[asyncio.Future[ExitInfo]] = []
         self.stop_task: asyncio.Task[ExitInfo] | None = None
         self.stop_cause = StopCause.NONE
         self.capture_failed = False
@@ -128,6 +131,36 @@ class Child:
         fut: asyncio.Future[None] = loop.create_future()
         self.waiters.append(fut)
         return fut
+
+    async def until_exit(self, timeout: float | None = None) -> ExitInfo:
+        """Wait for the exit (TimeoutError after ``timeout`` seconds).
+
+        Each caller waits on a future of its own, which the exit completes
+        directly (``set_exit``): cancelling it leaves ``exit_fut`` alone, as
+        ``asyncio.shield`` would, without the extra pass of the loop a shield
+        takes to pass the result on.
+        """
+        if self.exit_fut.done():
+            return self.exit_fut.result()
+        fut: asyncio.Future[ExitInfo] = self.exit_fut.get_loop().create_future()
+        self.exit_waiters.append(fut)
+        try:
+            if timeout is None:
+                return await fut
+            return await asyncio.wait_for(fut, timeout)
+        finally:
+            if not fut.done() or fut.cancelled():
+                with contextlib.suppress(ValueError):
+                    self.exit_waiters.remove(fut)
+
+    def set_exit(self, info: ExitInfo) -> None:
+        """The child exited: complete ``exit_fut`` and every ``until_exit``."""
+        if not self.exit_fut.done():
+            self.exit_fut.set_result(info)
+        waiters, self.exit_waiters = self.exit_waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(info)
 
     def wake(self) -> None:
         """Something readable changed: new lines, a partial line, the exit."""

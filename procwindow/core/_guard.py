@@ -27,10 +27,18 @@ class Guard:
     ``close`` stands down only when nothing is listed; with children still
     listed it ``abandon``-s, leaving them to be stopped. Subclasses say how a
     change is recorded (``_record``), how to stand down and how to let go.
+
+    A reap is recorded with the next start, or by ``flush`` (the supervisor's
+    sweep, within a second): one write per child instead of two, and none
+    between a child's exit and its waiter. Until then the record still lists
+    the reaped pid, which is harmless: whoever stops what is listed first
+    checks that each pid still has the start time it was listed with.
     """
 
     def __init__(self) -> None:
         self._listed: dict[int, int] = {}
+        #: Reaped, not recorded yet.
+        self._reaped: list[int] = []
         self._fd: int | None = None
         self._closed = False
         _live.add(self)
@@ -45,13 +53,25 @@ class Guard:
         if self._closed:
             return
         self._listed[pid] = start_time
-        self._record(f"+ {pid} {start_time}\n")
+        self._record(self._take_reaped() + f"+ {pid} {start_time}\n")
 
     def reaped(self, pid: int) -> None:
-        """A child was reaped: its pid may be reused from now on."""
+        """A child was reaped: its pid may be reused from now on (recorded
+        with the next start, or by ``flush``)."""
         if self._closed or self._listed.pop(pid, None) is None:
             return
-        self._record(f"- {pid}\n")
+        self._reaped.append(pid)
+
+    def flush(self) -> bool:
+        """Record the reaps not recorded yet; True once the record is up to date."""
+        text = self._take_reaped()
+        if text and not self._closed:
+            self._record(text)
+        return True
+
+    def _take_reaped(self) -> str:
+        reaped, self._reaped = self._reaped, []
+        return "".join(f"- {pid}\n" for pid in reaped)
 
     def close(self) -> None:
         """Stand down if nothing is listed, else ``abandon``. Idempotent."""
@@ -67,6 +87,7 @@ class Guard:
         """Let go, leaving what is listed to be stopped. Idempotent."""
         if self._closed:
             return
+        Guard.flush(self)
         self._let_go()
 
     def _set_closed(self) -> None:
@@ -83,6 +104,7 @@ class Guard:
         # In a forked child: it neither writes nor removes its parent's records.
         self._close_fd()
         self._listed = {}
+        self._reaped = []
         self._closed = True
 
     # -- for subclasses ------------------------------------------------------------

@@ -12,7 +12,7 @@ import resource
 import signal
 import stat
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from . import _linux
@@ -26,15 +26,21 @@ from ._errors import (
 )
 
 __all__ = [
+    "MARKER_KEY",
     "Started",
     "check_cwd",
     "check_env",
     "child_env",
+    "exec_path",
     "os_error_text",
     "popen",
     "resolve",
     "start",
 ]
+
+
+#: The marker's name in a child's environment (``_linux.MARKER_VAR``).
+MARKER_KEY = _linux.MARKER_VAR.encode()
 
 
 def os_error_text(exc: OSError) -> str:
@@ -74,21 +80,50 @@ def check_env(env: Mapping[str, str | None] | None) -> dict[str, str | None] | N
     return out
 
 
-def child_env(overrides: Mapping[str, str | None] | None, marker: str) -> dict[str, str]:
+#: The environment as it was when ``_inherited`` last copied it (bytes, as the
+#: kernel has it), and that copy.
+_environ_seen: dict[bytes, bytes] = {}
+
+
+def _inherited() -> dict[bytes, bytes]:
+    """What a child inherits: ``os.environb``, as bytes. Copying it through its
+    mapping costs ~25 µs a spawn (a Python call per key and value), so the
+    copy is kept and made again only when the environment changed: the
+    mapping keeps its bytes in a dict, ``_data`` (shared with ``os.environ``),
+    which compares with the copy in C in about a microsecond. Without that
+    dict (another Python), every spawn copies."""
+    global _environ_seen
+    data = getattr(os.environb, "_data", None)
+    if not isinstance(data, dict):
+        return dict(os.environb)
+    if data != _environ_seen:
+        _environ_seen = dict(data)
+    return _environ_seen
+
+
+def child_env(overrides: Mapping[str, str | None] | None, marker: str) -> dict[bytes, bytes]:
     """The inherited environment with ``overrides`` applied (None removes a
-    variable) and the supervisor's marker set."""
-    env = dict(os.environ)
+    variable) and the supervisor's marker set, as bytes."""
+    env = dict(_inherited())
     for key, value in (overrides or {}).items():
         if value is None:
-            env.pop(key, None)
+            env.pop(os.fsencode(key), None)
         else:
-            env[key] = value
-    env[_linux.MARKER_VAR] = marker
+            env[os.fsencode(key)] = os.fsencode(value)
+    env[MARKER_KEY] = marker.encode()
     return env
 
 
-def resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
-    """The file to execute, or CommandNotFound / NotExecutable."""
+def exec_path(env: Mapping[bytes, bytes]) -> list[str]:
+    """The folders a command name is looked for in, from the child's PATH."""
+    path = env.get(b"PATH")
+    return (os.fsdecode(path) if path is not None else os.defpath).split(os.pathsep)
+
+
+def resolve(cmd: str, search: Iterable[str], cwd: str | None) -> str:
+    """The file to execute, looked for in the folders ``search`` (as
+    ``exec_path`` gives them) unless it names a path; or CommandNotFound /
+    NotExecutable."""
     if "/" in cmd:
         path = cmd if os.path.isabs(cmd) else os.path.join(cwd or os.getcwd(), cmd)
         try:
@@ -98,7 +133,7 @@ def resolve(cmd: str, env: Mapping[str, str], cwd: str | None) -> str:
         _check_executable(cmd, path, stat.S_ISDIR(st.st_mode))
         return path
     denied: str | None = None
-    for folder in os.get_exec_path(dict(env)):
+    for folder in search:
         path = os.path.join(folder or ".", cmd)
         if os.path.isfile(path):
             if os.access(path, os.X_OK):
@@ -158,7 +193,7 @@ def popen(
     args: tuple[str, ...],
     exe: str,
     cwd: str | None,
-    env: dict[str, str],
+    env: dict[bytes, bytes],
     stdin: int | None,
     out_w: int,
     err_w: int,
@@ -215,7 +250,7 @@ def start(
     args: tuple[str, ...],
     exe: str,
     cwd: str | None,
-    env: dict[str, str],
+    env: dict[bytes, bytes],
     devnull: int,
     *,
     merge_stderr: bool = False,

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from . import _spawn
 from ._errors import SupervisorClosed
-from ._linux import MARKER_VAR
 from ._reaper import SPAWNING, own_child, own_child_pending
 
 if TYPE_CHECKING:
@@ -80,7 +79,7 @@ class Starter:
         args: tuple[str, ...],
         exe: str,
         cwd: str | None,
-        env: dict[str, str],
+        env: dict[bytes, bytes],
         *,
         merge_stderr: bool,
         stdin: bool,
@@ -152,7 +151,7 @@ class Starter:
         args: tuple[str, ...],
         exe: str,
         cwd: str | None,
-        env: dict[str, str],
+        env: dict[bytes, bytes],
         merge_stderr: bool,
         stdin: bool,
     ) -> Spawned:
@@ -167,7 +166,7 @@ class Starter:
         args: tuple[str, ...],
         exe: str,
         cwd: str | None,
-        env: dict[str, str],
+        env: dict[bytes, bytes],
         merge_stderr: bool,
         stdin: bool,
         *,
@@ -183,7 +182,7 @@ class Starter:
             with self._archive.reserve_id(wait=wait) as proc_id:
                 if proc_id is None:
                     return None
-                env[MARKER_VAR] = f"{self._token}:{proc_id}"
+                env[_spawn.MARKER_KEY] = f"{self._token}:{proc_id}".encode()
                 disk = self._archive.prepare(proc_id)
                 try:
                     started = _spawn.start(

@@ -99,7 +99,9 @@ class StateFile(Guard):
         return self._refused or not self._stale
 
     def flush(self) -> bool:
-        """Retry a write that failed; True once the file is up to date."""
+        """Record the reaps not recorded yet, retry a write that failed; True
+        once the file is up to date."""
+        super().flush()
         if not self._closed and self._stale:
             self._sync()
         return self.in_sync
@@ -168,6 +170,7 @@ class StateFile(Guard):
             boot = (_boot_id() or b"-").decode()
             lines = [f"supervisor {me} {_start_time(me)} {boot}\n"]
             lines += [f"+ {pid} {start}\n" for pid, start in self._listed.items()]
+            self._reaped.clear()  # the file lists only who is running
             data = "".join(lines).encode()
             fd = open_private_file(tmp, what="state file")
             view = memoryview(data)

@@ -471,7 +471,7 @@ class Supervisor:
                 ):
                     return p
         env_now = _spawn.child_env(overrides, f"{self._token}:0")
-        exe = resolve(args[0], env_now, cwd_s)
+        exe = resolve(args[0], _spawn.exec_path(env_now), cwd_s)
         proc_id, disk, started = await run.starter.start(
             args, exe, cwd_s, env_now, merge_stderr=options.merge_stderr, stdin=options.stdin
         )
@@ -595,8 +595,7 @@ class Supervisor:
         )
         child.final_seq = child.store.last_seq
         self._archive.ended(child.proc)
-        if not child.exit_fut.done():
-            child.exit_fut.set_result(info)
+        child.set_exit(info)
         run.capture.flush_child(child)  # its output events come before its exit
         self._events.publish(
             child.proc,
@@ -804,9 +803,7 @@ class Supervisor:
             if past.exit is None:
                 raise ProcRunning(proc_id)
             return past.exit
-        if timeout is None:
-            return await asyncio.shield(child.exit_fut)
-        return await asyncio.wait_for(asyncio.shield(child.exit_fut), _agent.check_timeout(timeout))
+        return await child.until_exit(None if timeout is None else _agent.check_timeout(timeout))
 
     # -- the agent layer -------------------------------------------------------
 
@@ -975,7 +972,7 @@ class Supervisor:
             run.signals.signal_tree(child, signal.SIGKILL)
         else:
             run.signals.kill_leftovers(child)
-        return await asyncio.shield(child.exit_fut)
+        return await child.until_exit()
 
     async def interrupt(self, proc_id: int) -> bool:
         """SIGINT to the proc's group, as Ctrl-C would. False if it already exited."""

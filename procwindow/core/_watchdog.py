@@ -260,6 +260,7 @@ class Watchdog(Guard):
             return True
         if self._popen is not None and self._popen.poll() is not None:
             self._lost(f"it exited with status {self._popen.returncode}")
+        super().flush()
         return self._send()
 
     def _send(self) -> bool:
@@ -370,6 +371,7 @@ class Watchdog(Guard):
             del self._pending[:n]
 
     def _snapshot(self) -> bytes:
+        self._reaped.clear()  # the snapshot lists only who is running
         body = b"".join(f"+ {pid} {start}\n".encode() for pid, start in self._listed.items())
         return b"RESET\n" + body + b"END\n"
 

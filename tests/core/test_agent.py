@@ -99,6 +99,33 @@ def test_wait_timeout_leaves_the_proc_alone(run, tmp_path):
     run(main())
 
 
+def test_waits_given_up_leave_the_exit_to_the_others(run, tmp_path):
+    # Every wait has a future of its own: one timed out or cancelled neither
+    # touches the exit nor stays behind, and the exit reaches all the others.
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(["cat"], session="s", agent="a", stdin=True)
+            for _ in range(200):
+                with pytest.raises(TimeoutError):
+                    await sup.wait(p.id, timeout=0.001)
+            waits = [asyncio.ensure_future(sup.wait(p.id)) for _ in range(3)]
+            await asyncio.sleep(0.01)
+            waits[1].cancel()
+            await asyncio.sleep(0.01)
+            assert p.running
+            # What is waiting now: the two waits still under way, nothing else.
+            assert len(sup._children[p.id].exit_waiters) == 2
+            await sup.close_stdin(p.id)
+            first, third = await asyncio.wait_for(asyncio.gather(waits[0], waits[2]), 10)
+            assert waits[1].cancelled()
+            assert first == third == p.exit
+            assert (first.code, first.reason) == (0, ExitReason.EXITED)
+            assert await sup.wait(p.id) == first
+            assert sup._children[p.id].exit_waiters == []
+
+    run(main())
+
+
 # -- shell and merged stderr ------------------------------------------------------
 
 

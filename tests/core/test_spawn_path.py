@@ -1,5 +1,5 @@
-"""The spawn path: what a spawn leaves on disk, where its child is started, and
-when its history row is committed."""
+"""The spawn path: what a spawn leaves on disk, where its child is started, what
+environment it gets, and when its history row is committed."""
 
 from __future__ import annotations
 
@@ -279,5 +279,42 @@ def test_proc_files_longer_than_one_read_are_read_whole(run):
             assert _linux.read_marker(p.os_pid, needle) == p.id
             await sup.kill(p.id)
             assert _linux.stat_fields(p.os_pid) is None  # reaped: gone
+
+    run(main())
+
+
+def test_a_change_to_the_environment_reaches_the_next_spawn(run, tmp_path, monkeypatch):
+    # The inherited environment is copied once and again only when it changed:
+    # every way of changing it must show in the next child.
+    monkeypatch.delenv("PW_LATER", raising=False)
+
+    async def echo(sup: Supervisor) -> str:
+        p = await sup.spawn(["sh", "-c", 'echo "${PW_LATER-unset}"'], session="s", agent="a")
+        await sup.wait(p.id)
+        await until(lambda: not p.output_open)
+        return sup.read(p.id).lines[0].text
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            assert await echo(sup) == "unset"
+            monkeypatch.setenv("PW_LATER", "one")
+            assert await echo(sup) == "one"
+            os.environ["PW_LATER"] = "two"  # same size, same keys
+            assert await echo(sup) == "two"
+            os.environb[b"PW_LATER"] = b"three"
+            assert await echo(sup) == "three"
+            del os.environ["PW_LATER"]
+            assert await echo(sup) == "unset"
+            monkeypatch.setenv("PW_LATER", "four")
+            p = await sup.spawn(
+                ["sh", "-c", 'echo "${PW_LATER-unset}"'],
+                session="s",
+                agent="a",
+                env={"PW_LATER": None},
+            )
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            assert sup.read(p.id).lines[0].text == "unset"
+            assert await echo(sup) == "four"  # the override changed only that child
 
     run(main())

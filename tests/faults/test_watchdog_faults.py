@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from procwindow import Supervisor
 from procwindow.core._statefile import StateFile, recover_leftovers, state_dir
 from procwindow.core._watchdog import Watchdog
 
@@ -126,7 +127,9 @@ def test_a_restarted_watchdog_is_told_every_listed_child(tmp_path):
         second = w.pid
         os.kill(second, signal.SIGKILL)
         _wait_for(lambda: state_of(second) == "Z", what="the second watchdog dead")
-        w.reaped(FAKE + 2)
+        w.reaped(FAKE + 2)  # recorded by the next start or flush: nothing sent yet
+        assert w.pid == second
+        w.flush()
         assert w.pid not in (None, first, second)
         assert _dumped(w, tmp_path / "dump") == {FAKE + 1: 11, FAKE + 3: 33}
         third = w.pid
@@ -555,10 +558,66 @@ def test_a_state_file_stays_small_through_many_starts(tmp_path):
         s.started(FAKE + i, i)
         s.reaped(FAKE + i)
         assert os.path.getsize(s.path) < 80 * 1024
+    assert _recorded(s.path) == {FAKE: 1, FAKE + 19_999: 19_999}  # its reap not yet written
+    assert s.flush()
     assert _recorded(s.path) == {FAKE: 1}
     s.reaped(FAKE)
     s.close()
     assert _state_files(str(tmp_path / "run")) == []
+
+
+def test_a_reap_is_recorded_with_the_next_start_or_by_the_flush(tmp_path):
+    # A reap alone writes nothing (a child's exit reaches its waiter without a
+    # write); the next start carries it in the same append, or the flush does.
+    s = StateFile(_token("deferred"), str(tmp_path / "run"))
+    s.started(FAKE, 1)
+    s.started(FAKE + 1, 2)
+    size = os.path.getsize(s.path)
+    s.reaped(FAKE)
+    assert s.listed == {FAKE + 1: 2}
+    assert os.path.getsize(s.path) == size
+    s.started(FAKE + 2, 3)
+    assert _recorded(s.path) == {FAKE + 1: 2, FAKE + 2: 3}
+    s.reaped(FAKE + 1)
+    s.reaped(FAKE + 2)
+    assert _recorded(s.path) == {FAKE + 1: 2, FAKE + 2: 3}
+    assert s.flush()
+    assert _recorded(s.path) == {}
+    s.close()
+    assert _state_files(str(tmp_path / "run")) == []
+
+    w = Watchdog(_token("deferred"))
+    try:
+        w.started(FAKE + 1, 11)
+        w.started(FAKE + 2, 22)
+        w.reaped(FAKE + 1)
+        w.started(FAKE + 3, 33)
+        assert _dumped(w, tmp_path / "dump") == {FAKE + 2: 22, FAKE + 3: 33}
+        w.reaped(FAKE + 2)
+        assert _dumped(w, tmp_path / "dump") == {FAKE + 3: 33}  # its flush sent the reap
+        w.reaped(FAKE + 3)
+    finally:
+        w.close()
+
+
+def test_a_supervisor_records_its_reaps_within_a_sweep(tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path / "logs", watchdog=False) as sup:
+            path = sup._statefile.path
+            first = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(first.id)
+            keep = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            # The second start carried the first one's reap.
+            assert _recorded(path) == {keep.os_pid: _start_time(keep.os_pid)}
+            other = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(other.id)
+            deadline = time.monotonic() + 10
+            while other.os_pid in _recorded(path):  # the sweep writes it (SWEEP_INTERVAL)
+                assert time.monotonic() < deadline, "the reap was never recorded"
+                await asyncio.sleep(0.05)
+            assert _recorded(path) == {keep.os_pid: _start_time(keep.os_pid)}
+
+    asyncio.run(main())
 
 
 # -- the state directory: ours or refused ------------------------------------
