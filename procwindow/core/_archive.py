@@ -200,6 +200,15 @@ class Archive:
             raise ProcNotFound(proc_id)
         return row
 
+    def output_of(self, proc_id: int) -> tuple[str, bool]:
+        """A recorded proc's log directory and whether it is finished;
+        ProcNotFound if there is none."""
+        found = self.db.output_of(proc_id) if self.db is not None else None
+        if found is None:
+            raise ProcNotFound(proc_id)
+        log_dir, finished = found
+        return log_dir or self.logs.path, finished
+
     def past(self, proc_id: int) -> Proc:
         return Proc._from_record(self.row(proc_id))
 
@@ -235,9 +244,8 @@ class Archive:
     def read_past(
         self, proc_id: int, since: int, limit: int | None, stream: Stream | None
     ) -> ReadBatch:
-        row = self.row(proc_id)
-        finished = row.ended_at is not None or not row.live_run
-        out = self.reader(row.log_dir or self.logs.path, proc_id, finished)
+        directory, finished = self.output_of(proc_id)
+        out = self.reader(directory, proc_id, finished)
         lines, dropped, cursor = out.read(since, limit, stream)
         last = out.last_seq
         if lines:
@@ -299,9 +307,8 @@ class Archive:
         max_bytes: int | None,
         stream: Stream | None,
     ) -> ByteBatch:
-        row = self.row(proc_id)
-        finished = row.ended_at is not None or not row.live_run
-        out = self.reader(row.log_dir or self.logs.path, proc_id, finished)
+        directory, finished = self.output_of(proc_id)
+        out = self.reader(directory, proc_id, finished)
         sink = ByteSink(since, limit, max_bytes)
         reached = out.read_bytes(sink, stream)
         eof = finished and (reached or sink.cursor >= out.last_seq)

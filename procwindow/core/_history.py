@@ -481,6 +481,18 @@ class History:
         )
         return _row(rows[0]) if rows else None
 
+    def output_of(self, proc_id: int) -> tuple[str | None, bool] | None:
+        """Where a proc's output lives (its log_dir) and whether it is
+        finished (it ended, or its supervisor is gone); None if there is no
+        such proc. ``get`` without its other columns: a reader paging through
+        a proc's output asks this at every call."""
+        rows = self._query(
+            "SELECT p.log_dir, p.ended_at IS NOT NULL OR r.ended_at IS NOT NULL OR r.id IS NULL"
+            " FROM procs p LEFT JOIN runs r ON p.run = r.id WHERE p.id = ?",
+            (proc_id,),
+        )
+        return (rows[0][0], bool(rows[0][1])) if rows else None
+
     def rows(
         self,
         *,

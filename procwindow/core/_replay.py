@@ -196,6 +196,7 @@ class DiskOutput:
         # seq -> (stream index, file offset just past that line): where a
         # read_bytes call ended inside a record, so the next one starts there.
         self._resume: dict[int, tuple[int, int]] = {}
+        self._run_ends: list[int] | None = None
 
     def __enter__(self) -> DiskOutput:
         return self
@@ -296,7 +297,8 @@ class DiskOutput:
         ``read`` gives them, as bytes (see ``ByteBatch``). True when it reached
         the end (of what the journal holds, or ``upto``), False when it stopped
         at one of the sink's bounds."""
-        seq, kind, streams = self.seq, self.kind, self.stream
+        seq, streams = self.seq, self.stream
+        run_ends = self._data_run_ends()
         n = len(seq)
         hi = upto if upto is not None else _UNKNOWN
         want = None if stream is None else STREAMS.index(stream)
@@ -310,11 +312,7 @@ class DiskOutput:
             index = streams[k]
             start = None if replay else self._run_start(k)
             if start is not None:
-                m = k
-                while not cautious and m + 1 < n and streams[m + 1] == index:
-                    if kind[m + 1] != DATA or seq[m + 1] == _UNKNOWN:
-                        break
-                    m += 1
+                m = k if cautious else run_ends[k]
                 if seq[m] <= floor:
                     k = m + 1  # no lines
                     continue
@@ -368,6 +366,21 @@ class DiskOutput:
             floor = max(floor, min(seq[k], hi - 1))
             k += 1
         return True
+
+    def _data_run_ends(self) -> list[int]:
+        """Per record ``k``: the last record ``m >= k`` such that records
+        ``k+1..m`` are DATA records of ``k``'s stream with known seqs (those a
+        copy takes with ``k`` as one run). Made once: the records of a
+        DiskOutput do not change."""
+        ends = self._run_ends
+        if ends is None:
+            seq, kind, streams = self.seq, self.kind, self.stream
+            ends = list(range(len(seq)))
+            for k in range(len(seq) - 2, -1, -1):
+                if streams[k + 1] == streams[k] and kind[k + 1] == DATA and seq[k + 1] != _UNKNOWN:
+                    ends[k] = ends[k + 1]
+            self._run_ends = ends
+        return ends
 
     def _run_start(self, k: int) -> int | None:
         """Where the lines record ``k`` completes start in its stream's file,
@@ -769,7 +782,12 @@ def _long_stretch(data: bytes, start: int, stop: int, limit: int) -> bool:
     whole window of ``limit // 2`` bytes on any grid, so one ``find`` per
     window decides."""
     half = max(1, limit // 2)
-    return any(data.find(b"\n", pos, pos + half) < 0 for pos in range(start, stop - half + 1, half))
+    find = data.find
+    # A plain loop: a generator and any() cost more per window than its find.
+    for pos in range(start, stop - half + 1, half):  # noqa: SIM110
+        if find(b"\n", pos, pos + half) < 0:
+            return True
+    return False
 
 
 def _no_follow(path: str, flags: int) -> int:
