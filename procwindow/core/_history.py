@@ -122,11 +122,13 @@ class HistoryRow:
     live_run: bool  # its supervisor still runs (it may still be running)
 
 
+#: A proc's supervisor still runs (``r``: its row in ``runs``).
+_LIVE_RUN = "r.ended_at IS NULL AND r.id IS NOT NULL"
 _COLUMNS = (
     "p.id, p.session, p.agent, p.tool, p.argv, p.cwd, p.env, p.graceful_timeout, p.os_pid, "
     "p.started_at, p.ended_at, p.code, p.signal, p.reason, p.runtime, p.stdout_bytes, "
     "p.stderr_bytes, p.lines, p.cut_bytes, p.cut_lines, p.disk_bytes, p.log_dir, "
-    "p.log_error, p.hidden, r.ended_at IS NULL AND r.id IS NOT NULL"
+    f"p.log_error, p.hidden, {_LIVE_RUN}"
 )
 
 
@@ -487,7 +489,7 @@ class History:
         such proc. ``get`` without its other columns: a reader paging through
         a proc's output asks this at every call."""
         rows = self._query(
-            "SELECT p.log_dir, p.ended_at IS NOT NULL OR r.ended_at IS NOT NULL OR r.id IS NULL"
+            f"SELECT p.log_dir, p.ended_at IS NOT NULL OR NOT ({_LIVE_RUN})"
             " FROM procs p LEFT JOIN runs r ON p.run = r.id WHERE p.id = ?",
             (proc_id,),
         )

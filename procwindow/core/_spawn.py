@@ -101,16 +101,16 @@ def _inherited() -> dict[bytes, bytes]:
     return _environ_seen
 
 
-def child_env(overrides: Mapping[str, str | None] | None, marker: str) -> dict[bytes, bytes]:
+def child_env(overrides: Mapping[str, str | None] | None) -> dict[bytes, bytes]:
     """The inherited environment with ``overrides`` applied (None removes a
-    variable) and the supervisor's marker set, as bytes."""
+    variable), as bytes. The starter adds the marker (``MARKER_KEY``) once the
+    proc has its id."""
     env = dict(_inherited())
     for key, value in (overrides or {}).items():
         if value is None:
             env.pop(os.fsencode(key), None)
         else:
             env[os.fsencode(key)] = os.fsencode(value)
-    env[MARKER_KEY] = marker.encode()
     return env
 
 

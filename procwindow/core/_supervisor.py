@@ -470,7 +470,7 @@ class Supervisor:
                     agent,
                 ):
                     return p
-        env_now = _spawn.child_env(overrides, f"{self._token}:0")
+        env_now = _spawn.child_env(overrides)
         exe = resolve(args[0], _spawn.exec_path(env_now), cwd_s)
         proc_id, disk, started = await run.starter.start(
             args, exe, cwd_s, env_now, merge_stderr=options.merge_stderr, stdin=options.stdin
