@@ -110,16 +110,19 @@ class Capture:
         store = child.store
         seqs = None
         handed = n == len(self._buf)
+        pieces = store.pieces
         try:
             seqs = store.feed(stream, self._buf, n, now, handed=handed)
         except Exception:
+            pieces = -1  # what it made of the read is unknown
             # A failure of ours must not stop the draining (the child would block
             # on a full pipe): log it once per proc, lose these lines, go on.
             if not child.capture_failed:
                 child.capture_failed = True
                 log.exception("proc %d: capture failed; its %s lines are lost", child.id, stream)
         pending = store.pending_size(stream)
-        child.disk.write(stream, self._view[:n], now, store.last_seq, pending)
+        split = store.pieces != pieces
+        child.disk.write(stream, self._view[:n], now, store.last_seq, pending, split=split)
         if handed:  # the ring has it now: it is never written again
             self._buf = self._buffers.take()
             self._view = memoryview(self._buf)

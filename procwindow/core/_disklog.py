@@ -6,7 +6,9 @@ the time the lines of that read carry, the seq of the last line complete
 after it, where it ends in its stream's file, and how many bytes of an
 unfinished line that stream held after it. That is all a reader needs to
 split the same lines, with the same seqs and times, in the same merged order
-(``_replay``).
+(``_replay``). A record also says whether its read was plain (``PLAIN``):
+ASCII without ``\r``, no piece of an over-long line cut. Checked once as it
+is written, that spares every reader of those bytes the same checks.
 
 A cap bounds what one proc leaves on disk: the first ``cap / 4`` bytes (the
 head) stay; past the cap, the middle is cut so that at least the last
@@ -31,6 +33,8 @@ __all__ = [
     "CUT",
     "DATA",
     "EOF",
+    "MID",
+    "PLAIN",
     "RECORD",
     "DiskLog",
     "LogFile",
@@ -40,12 +44,18 @@ __all__ = [
 
 #: One journal record: time, last seq, end offset in the stream's file, extra
 #: (DATA: pending bytes after it; CUT: bytes cut from this stream so far),
-#: stream index | kind << 8 | mid << 16 (CUT: the kept part starts inside a
-#: line). Five 8-byte words, so columns can be read with ``memoryview.cast``
-#: without unpacking each record.
+#: stream index | kind << 8 | flags << 16 (``MID``, ``PLAIN``). Five 8-byte
+#: words, so columns can be read with ``memoryview.cast`` without unpacking
+#: each record.
 RECORD = struct.Struct("<dQQQQ")
 #: Kinds of journal record.
 DATA, EOF, CUT = 0, 1, 2
+#: Flags of a record. MID (CUT): the kept part starts inside a line. PLAIN
+#: (DATA): the read's bytes are ASCII without ``\r`` and it cut no piece of an
+#: over-long line, so its lines are the log's bytes, one per newline, and a
+#: reader gives them as they are without checking them again. A record
+#: without it (and any record of an older journal) is checked.
+MID, PLAIN = 1, 2
 STREAMS = (Stream.STDOUT, Stream.STDERR)
 
 #: How often (seconds) an open log file is checked for having been removed.
@@ -61,7 +71,7 @@ class Record(NamedTuple):
     extra: int
     stream: int
     kind: int
-    mid: int = 0
+    flags: int = 0
 
 
 def journal_records(data: bytes) -> list[Record]:
@@ -188,16 +198,25 @@ class DiskLog:
         return sum(f.size for f in self.logs.values()) + journal
 
     def write(
-        self, stream: Stream, data: memoryview, now: float, last_seq: int, pending: int
+        self,
+        stream: Stream,
+        data: memoryview,
+        now: float,
+        last_seq: int,
+        pending: int,
+        *,
+        split: bool,
     ) -> None:
-        """Log one read of ``stream`` and journal it."""
+        """Log one read of ``stream`` and journal it (``split``: the read cut a
+        piece of an over-long line, or what it made of the read is unknown)."""
         if self._stopped:
             return
         log = self.logs[stream]
         if not log.write(data):
             self._stopped = True
             return
-        self._record(now, last_seq, log.size, pending, stream, DATA)
+        flags = PLAIN if not split and self._journal is not None and _plain(data) else 0
+        self._record(now, last_seq, log.size, pending, stream, DATA, flags)
         if self.cap is not None:
             if self._head_records is None:
                 if sum(f.size for f in self.logs.values()) >= (self._head_cap or 0):
@@ -221,13 +240,21 @@ class DiskLog:
         log.close()
 
     def _record(
-        self, now: float, last_seq: int, end: int, extra: int, stream: Stream, kind: int
+        self,
+        now: float,
+        last_seq: int,
+        end: int,
+        extra: int,
+        stream: Stream,
+        kind: int,
+        flags: int = 0,
     ) -> None:
         journal = self._journal
         if journal is None:
             return
         index = 0 if stream is Stream.STDOUT else 1
-        if journal.write(RECORD.pack(now, last_seq, end, extra, index | kind << 8)):
+        tag = index | kind << 8 | flags << 16
+        if journal.write(RECORD.pack(now, last_seq, end, extra, tag)):
             self._records += 1
         else:
             self._stopped = True
@@ -289,16 +316,15 @@ class DiskLog:
             out = bytearray(data[: head * RECORD.size])
             cut = [i for i in (0, 1) if self.cut_bytes[STREAMS[i]]]
             for index in cut:
-                tag = index | CUT << 8 | self._mid[index] << 16
+                tag = index | CUT << 8 | (MID if self._mid[index] else 0) << 16
                 out += RECORD.pack(now, seq, ends[index], self.cut_bytes[STREAMS[index]], tag)
             # Lines gone: those between the head and the tail, and each line
             # the tail starts inside of.
             self.cut_lines = seq - self._head_last_seq + sum(self._mid[i] for i in cut)
             for r in records[first:]:
                 shift = src[r.stream] - ends[r.stream]
-                out += RECORD.pack(
-                    r.time, r.last_seq, r.end - shift, r.extra, r.stream | r.kind << 8
-                )
+                tag = r.stream | r.kind << 8 | r.flags << 16
+                out += RECORD.pack(r.time, r.last_seq, r.end - shift, r.extra, tag)
             os.pwrite(jfd, out, 0)
             os.ftruncate(jfd, len(out))
             os.lseek(jfd, len(out), os.SEEK_SET)
@@ -342,3 +368,14 @@ class DiskLog:
             log.fail(exc)
             return False
         return True
+
+
+def _plain(data: memoryview) -> bool:
+    """True when ``data`` is ASCII without ``\r``: its lines read back as they
+    are. Checked as it is written, once, rather than at every read (a read
+    buffer filled whole is checked in place; a part of one is copied first,
+    as ``bytearray`` has no ranged ``isascii``)."""
+    whole = data.obj
+    if not isinstance(whole, bytes | bytearray) or len(whole) != len(data):
+        whole = data.tobytes()
+    return whole.find(b"\r") < 0 and whole.isascii()

@@ -158,6 +158,8 @@ class OutputStore:
         self._buffers = buffers
         self._blocks: list[_Block] = []
         self._head = 0  # index of the first live block in _blocks
+        #: Pieces cut from over-long lines so far.
+        self.pieces = 0
         self._bytes = 0
         self._lines = 0  # lines held in live blocks
         self._last_seq = 0
@@ -277,6 +279,8 @@ class OutputStore:
         head: bytes = b"",
     ) -> None:
         block = _Block(self._last_seq + 1, count, stream, self._now, data, split, head)
+        if split:
+            self.pieces += 1
         self._blocks.append(block)
         self._last_seq += count
         self._lines += count

@@ -11,10 +11,11 @@ skipped and counted as dropped with the lines that were cut.
 line: the lines a run of consecutive records of one stream completed are one
 contiguous range of that stream's log, from where the unfinished line stood
 before the run's first record to where it stood after its last. The journal
-gives both ends and the seqs, so a run is copied as one slice. The rare
-records whose bytes do not split that simply (a piece of an over-long line,
-the line a cut started inside of, a stream's unterminated last line) are
-replayed as lines.
+gives both ends and the seqs, so a run is copied as one slice, given as it is
+where the journal marks its reads PLAIN and checked (``\r``, UTF-8, over-long
+lines) where it does not. The rare records whose bytes do not split that
+simply (a piece of an over-long line, the line a cut started inside of, a
+stream's unterminated last line) are replayed as lines.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ import bisect
 import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from itertools import accumulate
 
-from ._disklog import CUT, DATA, EOF, RECORD, STREAMS
+from ._disklog import CUT, DATA, EOF, MID, PLAIN, RECORD, STREAMS
 from ._output import LINE_MAX, OutputStore, _decode_lines, _split_text
 from ._types import Line, Stream
 
@@ -183,7 +185,8 @@ class DiskOutput:
         tags: list[int] = words[4::5].tolist()
         self.stream = [t & 0xFF for t in tags]
         self.kind = [(t >> 8) & 0xFF for t in tags]
-        self.mid = [t >> 16 for t in tags]
+        self.mid = [(t >> 16) & MID for t in tags]
+        self.plain = [(t >> 16) & PLAIN for t in tags]
         if finished:
             self._add_unjournaled()
         # Per stream: the indexes of its records, and of its CUT records.
@@ -197,6 +200,7 @@ class DiskOutput:
         # read_bytes call ended inside a record, so the next one starts there.
         self._resume: dict[int, tuple[int, int]] = {}
         self._run_ends: list[int] | None = None
+        self._rough: dict[int, tuple[list[int], list[int]]] | None = None
 
     def __enter__(self) -> DiskOutput:
         return self
@@ -232,6 +236,7 @@ class DiskOutput:
         self.stream.append(stream)
         self.kind.append(kind)
         self.mid.append(0)
+        self.plain.append(0)
 
     # -- what it holds -------------------------------------------------------------
 
@@ -456,13 +461,14 @@ class DiskOutput:
         if len(data) != end - off:
             return None
         replay = False
-        if not self._splits_plainly(data, off, j, base, whole):
+        plain = self._plain(off, m)
+        if not self._splits_plainly(data, off, j, base, whole, plain):
             # A piece of an over-long line: keep the records before it.
             good, good_seq = self._plain_prefix(data, off, k, j, base)
             if good == off:
                 return None
             data, end, got, replay = data[: good - off], good, good_seq, True
-        text = _cook(data)
+        text = data if plain else _cook(data)
         if room is None or len(text) <= room:
             sink.add(text, got - base, got)
             if text is data:
@@ -476,6 +482,30 @@ class DiskOutput:
         if room is not None and not replay and got < last:
             sink.full = True  # the bytes bound stopped it
         return bisect.bisect_right(seq, got, k, m + 1), got, replay
+
+    def _plain(self, off: int, m: int) -> bool:
+        """True when the bytes of record ``m``'s stream from file offset
+        ``off`` to where ``m`` ends are ASCII without ``\r`` and its lines
+        hold no piece of an over-long line: every record whose read they
+        came from is PLAIN (the unfinished line they start with may span
+        many reads)."""
+        index = self.stream[m]
+        mine = self._by_stream[index]
+        marks = self._rough
+        if marks is None:
+            # Per stream: where each of its records ends in its file, and how
+            # many of its records before each one are not PLAIN.
+            marks = self._rough = {
+                i: (
+                    [self.end[r] for r in self._by_stream[i]],
+                    list(accumulate((not self.plain[r] for r in self._by_stream[i]), initial=0)),
+                )
+                for i in (0, 1)
+            }
+        ends, rough = marks[index]
+        first = bisect.bisect_right(ends, off)
+        last = bisect.bisect_left(mine, m)
+        return rough[last + 1] == rough[first]
 
     def _skip(self, k: int, start: int, base: int, floor: int) -> int | None:
         """The file offset of line ``floor + 1``, inside record ``k`` whose
@@ -542,11 +572,14 @@ class DiskOutput:
                 return None
             size *= 4
 
-    def _splits_plainly(self, data: bytes, off: int, j: int, base: int, whole: int) -> bool:
+    def _splits_plainly(
+        self, data: bytes, off: int, j: int, base: int, whole: int, plain: bool
+    ) -> bool:
         """True when ``data`` (from file offset ``off``) holds whole lines
         and no piece of an over-long line: its seqs are one per newline.
 
-        A piece is cut only from more than ``line_max`` bytes without a newline
+        ``plain``: its records cut no piece (``PLAIN``). Otherwise: a piece is
+        cut only from more than ``line_max`` bytes without a newline
         (``_output``), so where no such stretch exists no piece was. Where one
         does (a long but legal line, or a piece), the newlines of the whole
         records are counted against the journal's seqs; a part of a record
@@ -557,6 +590,8 @@ class DiskOutput:
         limit = self._line_max
         if cut and data[cut - 1] != 10:
             return False
+        if plain:
+            return True
         if _long_stretch(data, 0, cut, limit) and data.count(b"\n", 0, cut) != self.seq[j] - base:
             return False
         return not _long_stretch(data, cut, len(data), limit)

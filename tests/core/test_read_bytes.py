@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from procwindow import ByteBatch, ReadBatch, Stream, Supervisor
-from procwindow.core._disklog import DiskLog, LogFile
+from procwindow.core._disklog import CUT, DATA, DiskLog, LogFile, journal_records
+from procwindow.core._disklog import PLAIN as PLAIN_READ
 from procwindow.core._replay import ByteSink, DiskOutput, encode_lines
 from tests.fuzz.test_fuzz_core import LIMIT, capture, interleave, streams
 
@@ -211,6 +212,42 @@ def test_plain_output_is_copied_from_the_logs(run, monkeypatch):
             pages(sup, proc_id, want[None].cursor - 300, None, max_bytes=33)
 
     run(second(run(first())))
+
+
+def test_reads_are_journaled_plain_only_when_ascii_without_cr_or_pieces(tmp_path):
+    """The journal marks a read PLAIN only when it is ASCII without \r and cut
+    no piece of a long line, also for a part of a read buffer, and a cut
+    keeps the marks of what it keeps."""
+    logs = {s: LogFile(str(tmp_path / f"1.{s.value}.log")) for s in Stream}
+    disk = DiskLog(logs, str(tmp_path / "1.journal"), 4096)
+    buf = bytearray(b"\xc3\xa9\r" * 100)  # stale bytes past a short read
+    reads = [  # (bytes, cut a piece of an over-long line, PLAIN)
+        (b"plain line\n" * 20, False, True),
+        (b"a redraw\rdone\n", False, False),
+        (b"caf\xc3\xa9\n", False, False),
+        (b"invalid \xff\n", False, False),
+        (b"a piece of a long line\n", True, False),
+        (b"and plain again\n", False, True),
+    ]
+    for i in range(12):  # past the cap: the middle is cut
+        for data, split, _ in reads:
+            buf[: len(data)] = data
+            disk.write(Stream.STDOUT, memoryview(buf)[: len(data)], float(i), 0, 0, split=split)
+    disk.write(Stream.STDERR, memoryview(b"whole\n"), 99.0, 0, 0, split=False)
+    disk.close()
+    records = journal_records((tmp_path / "1.journal").read_bytes())
+    first_cut = next(i for i, r in enumerate(records) if r.kind == CUT)
+    head = records[:first_cut]
+    tail = [r for r in records[first_cut:] if r.kind == DATA]
+    assert all(r.kind == DATA for r in head)
+    assert len(head) + len(tail) < 12 * len(reads) + 1
+    want = [plain for *_, plain in reads] * 12
+    # The head, then the newest reads the cut kept, then stderr's one read.
+    assert [bool(r.flags & PLAIN_READ) for r in head] == want[: len(head)]
+    kept = [bool(r.flags & PLAIN_READ) for r in tail[:-1]]
+    assert kept == want[len(want) - len(kept) :]
+    assert tail[-1].stream == 1
+    assert tail[-1].flags & PLAIN_READ
 
 
 def test_a_capped_flood_counts_the_cut(run):

@@ -76,6 +76,7 @@ def capture(chunks: list[tuple[Stream, bytes]], disk: DiskLog | None = None) -> 
     store = OutputStore(10**9, 10**9, line_max=LIMIT)
     for i, (stream, chunk) in enumerate(chunks):
         buf = bytearray(chunk)  # a reusable buffer, as the supervisor's
+        pieces = store.pieces
         store.feed(stream, buf, len(chunk), float(i))
         if disk is not None:
             disk.write(
@@ -84,6 +85,7 @@ def capture(chunks: list[tuple[Stream, bytes]], disk: DiskLog | None = None) -> 
                 float(i),
                 store.last_seq,
                 store.pending_size(stream),
+                split=store.pieces != pieces,
             )
     for stream in Stream:
         store.flush(stream, 1e6)
