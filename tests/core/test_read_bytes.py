@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import random
 import tempfile
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from procwindow import ByteBatch, ReadBatch, Stream, Supervisor
-from procwindow.core._disklog import CUT, DATA, DiskLog, LogFile, journal_records
+from procwindow.core._disklog import CUT, DATA, RECORD, DiskLog, LogFile, journal_records
 from procwindow.core._disklog import PLAIN as PLAIN_READ
 from procwindow.core._replay import ByteSink, DiskOutput, encode_lines
 from tests.fuzz.test_fuzz_core import LIMIT, capture, interleave, streams
@@ -416,3 +417,52 @@ def test_any_chunking_gives_the_bytes_of_the_lines(
                             pos = page.cursor
                         assert b"".join(parts) == whole.data
                         assert gone == whole.dropped
+
+
+def test_a_journal_without_plain_marks_reads_the_same(tmp_path):
+    """A journal written before reads were marked PLAIN, where every read is
+    checked, gives the same bytes as the same journal with its marks."""
+    rnd = random.Random(7)
+
+    def output(size: int) -> bytes:
+        lines = []
+        for _ in range(size):
+            line = b"ab c"[: rnd.randrange(5)] * rnd.randrange(3)
+            odd = rnd.random()
+            if odd < 0.02:
+                line += b"\r" + line
+            elif odd < 0.04:
+                line += "café".encode()
+            elif odd < 0.05:
+                line += b"x" * (LIMIT * 3)  # cut into pieces
+            lines.append(line + b"\n")
+        return b"".join(lines)
+
+    merged = interleave(output(3000), output(800), [rnd.randrange(10**6) for _ in range(400)], rnd)
+    logs = {s: str(tmp_path / f"1.{s.value}.log") for s in Stream}
+    marked = tmp_path / "1.journal"
+    disk = DiskLog({s: LogFile(path) for s, path in logs.items()}, str(marked), None)
+    capture(merged, disk)
+    disk.close()
+    records = journal_records(marked.read_bytes())
+    flags = [bool(r.flags & PLAIN_READ) for r in records if r.kind == DATA]
+    assert any(flags) and not all(flags)
+    unmarked = tmp_path / "2.journal"
+    unmarked.write_bytes(
+        b"".join(
+            RECORD.pack(r.time, r.last_seq, r.end, r.extra, r.stream | r.kind << 8) for r in records
+        )
+    )
+    got = {}
+    for journal in (marked, unmarked):
+        with DiskOutput(logs, str(journal), finished=True, line_max=LIMIT) as replay:
+            got[journal] = [
+                _disk_bytes(replay, since, stream, *bounds)
+                for since in (0, 1, 77, 1500)
+                for stream in (None, *Stream)
+                for bounds in ((None, None), (None, 100), (50, 5000))
+            ]
+            if journal == marked:
+                lines, _, _ = replay.read(0)
+                assert got[journal][0].data == b"".join(b for _, b in encode_lines(lines))
+    assert got[marked] == got[unmarked]
