@@ -10,7 +10,7 @@ import random
 import tempfile
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from procwindow import ByteBatch, ReadBatch, Stream, Supervisor
@@ -367,6 +367,8 @@ def _disk_bytes(replay: DiskOutput, since: int, stream, limit=None, max_bytes=No
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# A "\r" two reads before the plain reads that end its line.
+@example(b"", b"aa\r\n\ra\n", [5, 6], random.Random(0), None, [], 1, 1)
 @given(
     streams,
     streams,
