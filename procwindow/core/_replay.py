@@ -200,7 +200,7 @@ class DiskOutput:
         # read_bytes call ended inside a record, so the next one starts there.
         self._resume: dict[int, tuple[int, int]] = {}
         self._run_ends: list[int] | None = None
-        self._rough: dict[int, tuple[list[int], list[int]]] | None = None
+        self._rough: dict[int, list[int]] | None = None
 
     def __enter__(self) -> DiskOutput:
         return self
@@ -489,23 +489,20 @@ class DiskOutput:
         hold no piece of an over-long line: every record whose read they
         came from is PLAIN (the unfinished line they start with may span
         many reads)."""
+        records = self._data_records()
         index = self.stream[m]
-        mine = self._by_stream[index]
-        marks = self._rough
-        if marks is None:
-            # Per stream: where each of its records ends in its file, and how
-            # many of its records before each one are not PLAIN.
-            marks = self._rough = {
-                i: (
-                    [self.end[r] for r in self._by_stream[i]],
-                    list(accumulate((not self.plain[r] for r in self._by_stream[i]), initial=0)),
-                )
+        mine, ends = records[index]
+        rough = self._rough
+        if rough is None:
+            # Per stream: how many of its DATA records before each one are not PLAIN.
+            plain = self.plain
+            rough = self._rough = {
+                i: list(accumulate((not plain[r] for r in records[i][0]), initial=0))
                 for i in (0, 1)
             }
-        ends, rough = marks[index]
         first = bisect.bisect_right(ends, off)
         last = bisect.bisect_left(mine, m)
-        return rough[last + 1] == rough[first]
+        return rough[index][last + 1] == rough[index][first]
 
     def _skip(self, k: int, start: int, base: int, floor: int) -> int | None:
         """The file offset of line ``floor + 1``, inside record ``k`` whose
@@ -719,15 +716,19 @@ class DiskOutput:
         mine = self._by_stream[index]
         return self.end[mine[-1]] if mine else 0
 
-    def record_at(self, index: int, offset: int) -> int | None:
-        """The record that completed the line of stream ``index`` whose ``\n``
-        is at file ``offset`` (the end of the stream: its last, unterminated line)."""
+    def _data_records(self) -> dict[int, tuple[list[int], list[int]]]:
+        """Per stream: its DATA records, and where each one ends in its file."""
         if self._data is None:
             self._data = {}
             for i in (0, 1):
                 mine = [k for k in self._by_stream[i] if self.kind[k] == DATA]
                 self._data[i] = (mine, [self.end[k] for k in mine])
-        mine, ends = self._data[index]
+        return self._data
+
+    def record_at(self, index: int, offset: int) -> int | None:
+        """The record that completed the line of stream ``index`` whose ``\n``
+        is at file ``offset`` (the end of the stream: its last, unterminated line)."""
+        mine, ends = self._data_records()[index]
         j = bisect.bisect_right(ends, offset)
         if j < len(mine):
             return mine[j]
@@ -739,8 +740,7 @@ class DiskOutput:
         one, with bytes between file offsets ``start`` and ``end`` (a ``\n``):
         those of a line longer than ``line_max`` hold its pieces."""
         last = self.record_at(index, end)
-        assert self._data is not None  # made by record_at
-        mine, ends = self._data[index]
+        mine, ends = self._data_records()[index]
         first = bisect.bisect_right(ends, start)
         stop = bisect.bisect_right(mine, last) if last is not None else len(mine)
         return mine[first:stop]
