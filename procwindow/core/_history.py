@@ -10,8 +10,9 @@ the next one to open the database marks that run's unfinished procs
 ``lost``.
 
 The database is a record, never a reason to stop: a write that finds it
-locked is kept and retried; a broken one disables history with ``error``
-set, and supervision goes on.
+locked is kept and retried (opening waits a few seconds for a lock); a
+broken one, or one still locked after that wait at open, disables history
+with ``error`` set, and supervision goes on.
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ CREATE INDEX IF NOT EXISTS procs_ended ON procs (ended_at);
 _BUSY_MS = 200
 #: How long close() waits for a lock to flush what was kept.
 _CLOSE_BUSY_MS = 2000
+#: How long opening waits for a lock (another supervisor making the schema or
+#: writing): what fails to open is off for the supervisor's whole life.
+_OPEN_BUSY_MS = 5000
 #: With an event loop, the writes after a proc's start (its exit, its output's
 #: counts) are committed together this many seconds after the first of them:
 #: one transaction for a burst of exits. A start is committed before ``spawn``
@@ -216,9 +220,10 @@ class History:
         row = db.execute("SELECT max(id) FROM procs").fetchone()
         if row and row[0]:
             self._raise_counter(int(row[0]))
+        db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
 
     def _connect(self) -> sqlite3.Connection:
-        db = sqlite3.connect(self.path, timeout=_BUSY_MS / 1000, isolation_level=None)
+        db = sqlite3.connect(self.path, timeout=_OPEN_BUSY_MS / 1000, isolation_level=None)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")

@@ -12,6 +12,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -537,6 +538,48 @@ def test_a_locked_database_never_stops_supervision(run, tmp_path):
             assert sup.get(p.id).exit is not None
 
     run(main())
+
+
+def test_a_database_locked_for_a_moment_at_start_is_waited_for(run, tmp_path):
+    """Another supervisor holding the lock as this one opens (making the
+    schema, writing) costs a wait at start, not this supervisor's history."""
+    state = tmp_path / "state"
+
+    async def first():
+        async with Supervisor(state_dir=state) as sup:
+            p = await sup.spawn(["true"], session="s", agent="a")
+            await _finish(sup, p.id)
+            return p.id
+
+    first_id = run(first())
+    locked = threading.Event()
+
+    def hold() -> None:
+        locker = sqlite3.connect(state / "history.db", isolation_level=None)
+        try:
+            locker.execute("BEGIN EXCLUSIVE")
+            locked.set()
+            time.sleep(0.8)  # four times what a write waits
+            locker.execute("ROLLBACK")
+        finally:
+            locker.close()
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(10)
+
+    async def second():
+        async with Supervisor(state_dir=state) as sup:
+            assert sup.history_enabled
+            assert sup.history_error is None
+            p = await sup.spawn(["true"], session="s", agent="b")
+            await _finish(sup, p.id)
+            assert [q.id for q in sup.history()] == [p.id, first_id]
+
+    try:
+        run(second())
+    finally:
+        holder.join()
 
 
 def test_an_unusable_state_dir_turns_history_off(run, tmp_path):
