@@ -65,6 +65,14 @@ _FINAL = frozenset({Phase.SKIPPED, Phase.STOPPED, Phase.COMPLETED, Phase.FAILED}
 _ASKED = frozenset({ExitReason.TERMINATED, ExitReason.KILLED, ExitReason.ESCALATED})
 
 
+async def _sleep_until(when: float) -> None:
+    """Sleep until the wall clock reads ``when``, never less: qasync's timers are
+    Qt's coarse ones, which may fire up to 5 % early, and an attempt announced for
+    ``next_attempt_at`` must not come before it."""
+    while (left := when - time.time()) > 0:  # noqa: ASYNC110 (a deadline, not an event)
+        await asyncio.sleep(left)
+
+
 def _ended(info: ExitInfo) -> str:
     sig = f", signal {info.signal}" if info.signal is not None else ""
     return f"exited with code {info.code} ({info.reason.value}{sig})"
@@ -256,7 +264,7 @@ class WorkspaceRun:
                 info = await self._watch(slot, proc) if proc is not None else None
                 if not self._decide(slot, info):
                     return
-                await asyncio.sleep(max(0.0, (slot.next_attempt_at or 0.0) - time.time()))
+                await _sleep_until(slot.next_attempt_at or 0.0)
         except SupervisorClosed:
             if slot.phase not in _FINAL:
                 self._set(slot, Phase.STOPPED, detail="the supervisor is closing")
