@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 
 NO_QT = textwrap.dedent(
@@ -34,6 +36,7 @@ NO_QT = textwrap.dedent(
 )
 
 
+@pytest.mark.promise("Library quickstart")
 def test_core_runs_with_qt_unimportable(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", NO_QT],
@@ -60,7 +63,8 @@ def _pytest_without_qt(tmp_path: Path, *args: str) -> subprocess.CompletedProces
 
 
 def test_core_tests_run_with_qt_unimportable(tmp_path):
-    done = _pytest_without_qt(tmp_path, "-q", "tests/core/test_reports.py")
+    # --full: the qasync variants are collected (and skip), not left to the full tier.
+    done = _pytest_without_qt(tmp_path, "-q", "--full", "tests/core/test_reports.py")
     assert done.returncode == 0, done.stdout + done.stderr
     summary = done.stdout.splitlines()[-1]
     # Every test passes on asyncio; only its qasync variant is skipped.
@@ -98,6 +102,7 @@ def test_leak_check_runs_with_qt_unimportable(tmp_path):
     assert re.search(rf"left behind:\n  child {pid[1]} \w+ \['sleep', '60'\]", done.stdout)
 
 
+@pytest.mark.promise("Library quickstart")
 def test_readme_quickstart_runs_verbatim(tmp_path):
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(# quickstart\n.*?)```", readme, re.S)
@@ -122,6 +127,7 @@ def test_readme_quickstart_runs_verbatim(tmp_path):
     )
 
 
+@pytest.mark.promise("For agent harnesses")
 def test_readme_harness_runs_verbatim(tmp_path):
     readme = (ROOT / "README.md").read_text()
     blocks = re.findall(r"```python\n(# harness\n.*?)```", readme, re.S)

@@ -95,6 +95,7 @@ def test_client_leaving_mid_stream(server):
     assert server.ctl("kill", "1").returncode == 0
 
 
+@pytest.mark.slow  # 3,000 spawns; test_control_faults has the fast form of this promise
 def test_a_client_that_stops_reading_stalls_nobody(server):
     # One client subscribes to everything and to a flood of output, and never reads.
     stuck_events = server.connect()

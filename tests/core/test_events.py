@@ -11,6 +11,9 @@ from procwindow.core import Pattern
 
 from .helpers import IGNORES_TERM, py, until
 
+# Lifecycle, events and capture run on both event loops in the fast tier too.
+pytestmark = pytest.mark.both_loops
+
 
 @pytest.mark.parametrize(
     ("pattern", "topic", "hit"),
@@ -36,6 +39,7 @@ def test_invalid_patterns(bad):
         Pattern(bad)
 
 
+@pytest.mark.promise("Library quickstart")
 def test_start_output_exit_dismiss_events(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -97,6 +101,7 @@ def test_async_iteration_ends_on_close(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: A slow subscriber hears of what it missed at once")
 def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -129,6 +134,7 @@ def test_slow_subscriber_does_not_block_and_is_told_what_it_missed(run, tmp_path
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: A slow subscriber hears of what it missed at once")
 def test_a_subscriber_blocked_on_an_empty_queue_hears_of_a_gap(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:

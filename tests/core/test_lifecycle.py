@@ -12,6 +12,9 @@ from procwindow import ExitReason, ProcState, Supervisor
 
 from .helpers import IGNORES_TERM, alive, py, state_of, until
 
+# Lifecycle, events and capture run on both event loops in the fast tier too.
+pytestmark = pytest.mark.both_loops
+
 
 def test_true_exits_before_spawn_returns(run, tmp_path):
     async def main():
@@ -60,6 +63,7 @@ def test_death_by_signal_reported_exactly(run, tmp_path, sig):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: Each process runs in its own process group")
 def test_sigterm_ignored_escalates_to_sigkill(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
@@ -147,6 +151,7 @@ def signal_mask(pid: int, field: str) -> set[int]:
 
 
 @pytest.mark.parametrize("how", ["background job", "nohup"])
+@pytest.mark.promise("Guarantees and limits: Signals reach them")
 def test_a_host_ignoring_signals_does_not_pass_that_on(run, tmp_path, how):
     # A script's `serve &` ignores SIGINT and SIGQUIT, nohup SIGHUP: the children
     # start with them at their default, so interrupt() and signal() still work.
@@ -176,6 +181,7 @@ def test_a_host_ignoring_signals_does_not_pass_that_on(run, tmp_path, how):
             signal.signal(sig, handler)
 
 
+@pytest.mark.promise("Guarantees and limits: Signals never hit a reused pid")
 def test_signal_after_reap_is_a_noop(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:

@@ -17,11 +17,15 @@ from procwindow.core import LINE_MAX
 
 from .helpers import py, until
 
+# Lifecycle, events and capture run on both event loops in the fast tier too.
+pytestmark = pytest.mark.both_loops
+
 
 def _texts(batch):
     return [ln.text for ln in batch.lines]
 
 
+@pytest.mark.promise("Guarantees and limits: Output never blocks a child")
 def test_200mb_without_newline_bounded_memory_and_exact_log(run, tmp_path):
     total = 200 * 1024 * 1024
     # bytes 11..255: no "\n" (10), no "\r" (13) — but plenty of invalid UTF-8
@@ -71,6 +75,7 @@ def test_200mb_without_newline_bounded_memory_and_exact_log(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: Output never blocks a child")
 def test_utf8_split_across_writes_invalid_bytes_and_progress(run, tmp_path):
     writer = r"""
         import sys, time
@@ -153,6 +158,7 @@ def test_cursor_returns_each_line_once_in_one_order_across_streams(run, tmp_path
     run(main())
 
 
+@pytest.mark.promise("History: Memory is bounded")
 def test_ring_bounded_by_lines_reads_the_rest_from_disk(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, ring_lines=1000) as sup:
@@ -310,6 +316,7 @@ def test_default_log_dir_is_under_xdg_state_and_kept(run, tmp_path, monkeypatch)
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: A broken log never stops capture")
 def test_removed_log_dir_keeps_capture_and_reports(run, tmp_path):
     async def main():
         logs = tmp_path / "logs"
@@ -341,6 +348,7 @@ def _tmpfs(path: Path, size: str) -> bool:
     return done.returncode == 0
 
 
+@pytest.mark.promise("Guarantees and limits: A broken log never stops capture")
 def test_full_disk_keeps_capture_and_reports(run, tmp_path):
     mnt = tmp_path / "tiny"
     if os.geteuid() != 0 or not _tmpfs(mnt, "64k"):

@@ -19,6 +19,7 @@ from procwindow.core._disklog import PLAIN as PLAIN_READ
 from procwindow.core._replay import ByteSink, DiskOutput, encode_lines
 from tests.fuzz.test_fuzz_core import LIMIT, capture, interleave, streams
 
+from ..tiers import examples
 from .helpers import py, until
 
 #: Both streams with flushes; "\r" redraws and "\r\n" endings, invalid UTF-8,
@@ -157,6 +158,7 @@ def _check_mixed(sup: Supervisor, proc_id: int) -> None:
     pages(sup, proc_id, 0, None, limit=1000, max_bytes=5000)
 
 
+@pytest.mark.promise("History: Bulk reads")
 def test_mixed_output_live_and_past(run):
     async def first():
         async with Supervisor() as sup:
@@ -173,6 +175,7 @@ def test_mixed_output_live_and_past(run):
     run(second(run(first())))
 
 
+@pytest.mark.promise("History: Bulk reads")
 def test_plain_output_is_copied_from_the_logs(run, monkeypatch):
     """Plain lines never become Line objects: the bulk path alone answers."""
 
@@ -366,7 +369,7 @@ def _disk_bytes(replay: DiskOutput, since: int, stream, limit=None, max_bytes=No
     return sink.batch(reached)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # A "\r" two reads before the plain reads that end its line.
 @example(b"", b"aa\r\n\ra\n", [5, 6], random.Random(0), None, [], 1, 1)
 @given(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -13,6 +14,7 @@ from procwindow import Line, LineRun, RunBatch, Stream, Supervisor
 from procwindow.core._types import runs_of
 from tests.fuzz.test_fuzz_core import capture, interleave, streams
 
+from ..tiers import examples
 from .helpers import py, until
 from .test_read_bytes import FLOOD, MIXED, _finish
 
@@ -55,6 +57,7 @@ def check_everywhere(sup: Supervisor, proc_id: int) -> list[int]:
     return seqs
 
 
+@pytest.mark.promise("History: Bulk reads")
 def test_mixed_output_live_and_past(run):
     """Both streams, redraws, a line split in pieces, an unterminated last line:
     from the ring while the supervisor runs, from disk after a restart."""
@@ -166,7 +169,7 @@ def test_the_unfinished_line_is_a_run_of_its_own(run):
     run(main())
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     streams,
     streams,

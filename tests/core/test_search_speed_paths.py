@@ -17,6 +17,7 @@ from procwindow.core import _search
 from procwindow.core._output import LINE_MAX, _decode_lines
 from procwindow.core._search import _FOLDS_OUTSIDE_ASCII, Matcher, _required_literal
 
+from ..tiers import examples
 from .helpers import py, until
 
 #: (pattern, regex): regexes with and without a literal every match holds,
@@ -123,7 +124,7 @@ def _line_ends(block: bytes) -> list[int]:
     return ends
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @example(["ok \u212as".encode(), b"ks"], True, b"", (r"ks", True), False)
 @example([b"a", "\u0130s \u017f".encode()], False, b"\xff", (r"is", True), False)
 @example([b"err 1x", b"\xff err 2x"], True, b"", (r"err(or)? [0-9]+x", True), False)

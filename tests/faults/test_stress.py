@@ -9,6 +9,7 @@ import random
 import threading
 
 import psutil
+import pytest
 
 from procwindow import ProcState, Supervisor
 from procwindow.core._starter import IDLE_LINGER
@@ -25,6 +26,7 @@ SCRIPTS = [
 ]
 
 
+@pytest.mark.slow  # a stress test: 2,000 children
 def test_churn_2000_children(run, tmp_path):
     me = psutil.Process()
 

@@ -14,6 +14,8 @@ from procwindow.core._disklog import DiskLog, LogFile
 from procwindow.core._output import OutputStore, ReadBuffers, count_newlines
 from procwindow.core._replay import DiskOutput
 
+from ..tiers import examples
+
 LIMIT = 12  # a small line cap, so that splitting is exercised constantly
 
 # Bytes that matter to the rules, plus multibyte characters and invalid UTF-8.
@@ -106,7 +108,7 @@ def cut(data: bytes, points: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in zip([0, *marks], [*marks, len(data)], strict=True) if b > a]
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(400), suppress_health_check=[HealthCheck.too_slow])
 @given(streams, st.lists(st.integers(0, 10**6), max_size=30))
 def test_any_chunking_gives_the_reference_lines(data, points):
     whole = capture([(Stream.STDOUT, data)])
@@ -117,7 +119,7 @@ def test_any_chunking_gives_the_reference_lines(data, points):
     assert all(len(text.encode("utf-8", "surrogatepass")) <= LIMIT * 3 for text, _ in want)
 
 
-@settings(max_examples=300)
+@settings(max_examples=examples(300))
 @given(st.lists(st.tuples(st.integers(0, 400), st.integers(1, 60)), max_size=40))
 def test_counting_newlines_agrees_with_count(runs):
     # Runs of lines of one length: long lines, short ones and a mix, several KiB.
@@ -137,7 +139,7 @@ def interleave(out: bytes, err: bytes, points: list[int], rnd) -> list[tuple[Str
     return merged
 
 
-@settings(max_examples=200)
+@settings(max_examples=examples(200))
 @given(streams, streams, st.lists(st.integers(0, 10**6), max_size=20), st.randoms())
 def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
     merged = interleave(out, err, points, rnd)
@@ -146,7 +148,7 @@ def test_two_streams_interleaved_keep_their_own_lines(out, err, points, rnd):
     assert lines_of(store, Stream.STDERR) == reference(err, LIMIT)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     streams,
     streams,
@@ -197,7 +199,7 @@ def test_replay_from_disk_gives_the_same_lines(out, err, points, rnd, starts, li
 BUFFER = 16  # a small read buffer, so that most reads fill it and are handed over
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(300), suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(st.tuples(st.booleans(), streams), max_size=6),
     st.lists(st.integers(1, BUFFER + 4), min_size=1, max_size=20),
@@ -259,7 +261,7 @@ tokens = st.sampled_from(["session", "s1", "s2", "agent", "a", "proc", "start", 
 pattern_tokens = st.one_of(tokens, st.just("*"))
 
 
-@settings(max_examples=500)
+@settings(max_examples=examples(500))
 @given(
     st.lists(pattern_tokens, min_size=0, max_size=6),
     st.booleans(),

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from procwindow.control._protocol import ProtocolError, decode_request
 
 from ..control.conftest import read_message, start_server, stop_server
+from ..tiers import examples
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
@@ -59,7 +60,9 @@ def live_server(tmp_path_factory):
 
 @pytest.mark.no_leak_check  # the module's server lives across the examples
 @settings(
-    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=examples(150),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
 @given(st.one_of(requests.map(lambda r: json.dumps(r).encode()), st.binary(max_size=120)))
 def test_server_answers_any_request_and_carries_on(live_server, line):

@@ -18,6 +18,8 @@ from procwindow.qt.ansi import (
     to_html,
 )
 
+from ..tiers import examples
+
 ESC = "\x1b"
 
 
@@ -205,7 +207,7 @@ _PIECES = st.sampled_from(
 _ANSI_TEXT = st.lists(st.one_of(_PIECES, st.text(max_size=3)), max_size=40).map("".join)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_ANSI_TEXT)
 def test_strip_is_idempotent_and_leaves_no_control(text: str) -> None:
     plain = strip_ansi(text)
@@ -214,7 +216,7 @@ def test_strip_is_idempotent_and_leaves_no_control(text: str) -> None:
     assert all(c in "\t\n" or not (ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F) for c in plain)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 @given(_ANSI_TEXT, st.booleans())
 def test_parse_never_raises_and_agrees_with_strip(text: str, carry: bool) -> None:
     start = Style(fg=3, bold=True) if carry else PLAIN
@@ -224,7 +226,7 @@ def test_parse_never_raises_and_agrees_with_strip(text: str, carry: bool) -> Non
     assert isinstance(end, Style)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(_ANSI_TEXT)
 def test_to_html_never_raises_and_escapes(text: str) -> None:
     html = to_html(text)
@@ -234,7 +236,7 @@ def test_to_html_never_raises_and_escapes(text: str) -> None:
                                  "/s", "span ", "/span"))  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(st.text())
 def test_any_unicode_text(text: str) -> None:
     plain = strip_ansi(text)
