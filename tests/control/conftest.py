@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import signal
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from procwindow import cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -38,7 +42,17 @@ class Server:
     path: str
     env: dict[str, str]
 
-    def ctl(
+    def ctl(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """`procwindow ctl --socket PATH ARGS...`, run in this process through the
+        command line's ``main(argv)`` (its stdout and stderr captured): the same code
+        as the ``procwindow`` command, without an interpreter's start-up per call.
+        ``ctl_process`` runs the real command."""
+        done = ctl_in_process("--socket", self.path, *args)
+        if check and done.returncode != 0:
+            raise AssertionError(f"ctl {args} exited {done.returncode}: {done.stderr}")
+        return done
+
+    def ctl_process(
         self, *args: str, check: bool = True, timeout: float = 30
     ) -> subprocess.CompletedProcess[str]:
         """Run `procwindow ctl --socket PATH ARGS...` as a separate process."""
@@ -70,6 +84,16 @@ class Server:
         finally:
             if own:
                 sock.close()
+
+
+def ctl_in_process(*args: str) -> subprocess.CompletedProcess[str]:
+    """``procwindow ctl ARGS...`` through ``procwindow.cli.main``, in this process."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli.main(["ctl", *args])
+    return subprocess.CompletedProcess(
+        ["procwindow", "ctl", *args], status, out.getvalue(), err.getvalue()
+    )
 
 
 def read_message(sock: socket.socket) -> dict:

@@ -27,6 +27,7 @@ def _wait(cond, timeout=15.0):
         time.sleep(0.05)
 
 
+@pytest.mark.promise("From other processes: procwindow ctl")
 def test_run_idx_top_out_and_json(server):
     pid1 = server.ctl(
         "run",
@@ -46,7 +47,7 @@ def test_run_idx_top_out_and_json(server):
     assert pid2 == "2\n"
     _wait(lambda: "\t3\t" in server.ctl("idx").stdout)
 
-    idx = server.ctl("idx").stdout.splitlines()
+    idx = server.ctl_process("idx").stdout.splitlines()  # the real command, once
     assert idx[0] == "pid\tstatus\texit_code\ttool\tcmd\tstart_unix\truntime_sec"
     assert idx[1].split("\t")[:5] == ["2", "running", "-1", "web_fetch", "sleep 60"]
     assert idx[2].split("\t")[:5] == [
@@ -103,6 +104,7 @@ def test_run_idx_top_out_and_json(server):
     }
 
 
+@pytest.mark.promise("From other processes: procwindow ctl")
 def test_term_kill_interrupt_dismiss_restart(server):
     server.ctl("run", "--session", "s", "--agent", "a", "--", "sleep", "60")
     server.ctl(
@@ -117,7 +119,8 @@ def test_term_kill_interrupt_dismiss_restart(server):
     server.ctl("run", "--session", "s", "--agent", "a", "--", "sleep", "60")
     _wait(lambda: server.ctl("out", "2").stdout == f"{IGNORES_TERM_READY}\n")
 
-    assert server.ctl("term", "1").stdout.startswith("1: exited 143 (terminated) after ")
+    # The real command, once for the actions.
+    assert server.ctl_process("term", "1").stdout.startswith("1: exited 143 (terminated) after ")
     term2 = json.loads(server.ctl("--json", "term", "2").stdout)
     assert (term2["code"], term2["signal"], term2["reason"]) == (137, 9, "escalated")
     intr = server.ctl("interrupt", "3")
@@ -229,6 +232,7 @@ def test_events_stream(server):
         human.stdout.close()
 
 
+@pytest.mark.promise("From other processes: procwindow ctl")
 def test_exit_codes_for_scripts(server, tmp_path):
     bad = server.ctl("term", "99", check=False)
     assert bad.returncode == 1

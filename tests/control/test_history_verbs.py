@@ -148,7 +148,7 @@ def test_history_lists_procs_newest_first_and_filters(server):
     # --json after the verb does as before it
     assert [p["id"] for p in json.loads(server.ctl("history", "--json").stdout)] == [c, b, a]
 
-    table = server.ctl("history").stdout.splitlines()
+    table = server.ctl_process("history").stdout.splitlines()  # the real command, once
     assert table[0].split() == [
         "ID",
         "SCOPE",
@@ -289,7 +289,7 @@ def test_search_prints_matching_lines_like_grep(server):
         )
 
     # newest procs first, each one's lines in order; case-insensitive by default
-    assert server.ctl("search", "needle").stdout == expected(
+    assert server.ctl_process("search", "needle").stdout == expected(
         lambda t: "needle" in t.lower(), p2, p1
     )
     assert server.ctl("search", "NEEDLE", "--case-sensitive").stdout == expected(
