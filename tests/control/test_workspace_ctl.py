@@ -12,6 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from ..tiers import scaled
 from .conftest import isolated_env, read_message, start_server, stop_server
 
 
@@ -93,10 +96,12 @@ def stack_file(tmp_path: Path, port: int) -> Path:
     return path
 
 
+@pytest.mark.promise("Workspaces")
+@pytest.mark.promise("Workspaces: name")
 def test_up_shows_waiting_and_skipped_commands_then_down_stops_in_order(server, tmp_path):
     port = free_port()
     ws_file = stack_file(tmp_path, port)
-    up = server.ctl("up", str(ws_file)).stdout
+    up = server.ctl_process("up", str(ws_file)).stdout  # the real command, once
     assert "stack/api" in up and "waiting for db (ready)" in up
     assert up.splitlines()[0].split() == [
         "COMMAND",
@@ -208,7 +213,9 @@ def test_phase_events_and_term_ends_a_crash_loop(server, tmp_path):
                 break
         assert ev["workspace"] == "loop" and ev["restarts"] == 1
         assert ev["detail"] == "it exited with code 1 (failed)"
-        assert 3.0 < ev["next_attempt_at"] - time.time() <= 5.0
+        # The attempt is announced for 5 s after the event (its own time, not ours:
+        # how late this test reads the event depends on the machine's load).
+        assert 4.5 < ev["next_attempt_at"] - ev["time"] <= 5.0
         proc = ev["proc"]
         # The person stops its last run: the loop ends there.
         assert "exited 1 (failed)" in server.ctl("term", str(proc)).stdout
@@ -219,6 +226,7 @@ def test_phase_events_and_term_ends_a_crash_loop(server, tmp_path):
     assert state["phase"] == "stopped" and state["runs"] == [proc]
 
 
+@pytest.mark.promise("Workspaces: Shutdown")
 def test_serve_file_stops_dependents_first_within_the_grace(tmp_path):
     log = tmp_path / "terms.log"
     ws_file = tmp_path / "chain.toml"
@@ -243,7 +251,7 @@ def test_serve_file_stops_dependents_first_within_the_grace(tmp_path):
         took = time.monotonic() - started
     names = [line.split()[0] for line in log.read_text().splitlines()]
     assert names == ["web", "api", "db"]
-    assert took < 3 * (2 + 1) + 5
+    assert took < 3 * (2 + 1) + scaled(5)
 
 
 def test_up_when_no_server_answers_is_exit_3(tmp_path):
@@ -287,4 +295,4 @@ def test_a_second_signal_during_an_ordered_stop_kills_at_once(tmp_path):
         started = time.monotonic()
     finally:
         assert stop_server(srv) == 0
-    assert time.monotonic() - started < 20
+    assert time.monotonic() - started < scaled(20)

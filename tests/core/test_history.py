@@ -51,6 +51,7 @@ async def _finish(sup: Supervisor, proc_id: int) -> None:
     await until(lambda: not sup.get(proc_id).output_open)
 
 
+@pytest.mark.promise("History")
 def test_restart_replays_the_same_lines(run, tmp_path):
     async def first():
         async with Supervisor() as sup:
@@ -124,6 +125,7 @@ def test_history_off_keeps_nothing(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("History: Ids are unique")
 def test_two_supervisors_share_a_state_dir_with_unique_ids(tmp_path):
     """Two processes spawn at once into one state directory: no id twice."""
     script = textwrap.dedent(
@@ -193,6 +195,7 @@ def test_an_exit_reaches_other_readers_of_the_database_unasked(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("History: Ids are unique")
 def test_ids_are_never_reused_after_forget(run):
     async def main():
         async with Supervisor() as sup:
@@ -207,6 +210,7 @@ def test_ids_are_never_reused_after_forget(run):
     run(main())
 
 
+@pytest.mark.promise("History: Ids are unique")
 def test_a_killed_supervisor_leaves_a_consistent_history(tmp_path):
     """SIGKILL mid-run: the next supervisor marks the dead run's procs lost,
     and their output up to the kill is readable."""
@@ -220,9 +224,12 @@ def test_a_killed_supervisor_leaves_a_consistent_history(tmp_path):
             await sup.__aenter__()
             done = await sup.spawn(["echo", "finished"], session="s", agent="a")
             await sup.wait(done.id)
+            # One write per line (print() under -u writes "tick", " ", "20" and
+            # "\\n" apart): the kill must not fall inside a line.
             p = await sup.spawn(
                 [sys.executable, "-u", "-c",
-                 "import time\\nfor i in range(10**6):\\n print('tick', i)\\n time.sleep(0.01)"],
+                 "import sys, time\\nfor i in range(10**6):\\n"
+                 " sys.stdout.write(f'tick {i}\\\\n')\\n time.sleep(0.01)"],
                 session="s", agent="a")
             while sup.get(p.id).last_seq < 20:
                 await asyncio.sleep(0.01)
@@ -261,6 +268,7 @@ def test_a_killed_supervisor_leaves_a_consistent_history(tmp_path):
     asyncio.run(check())
 
 
+@pytest.mark.promise("History: Disk is bounded")
 def test_cap_keeps_head_and_tail_and_counts_the_cut(run):
     cap = 256 * 1024
     flood = """
@@ -322,6 +330,7 @@ def _log_bytes(log_dir: str, proc_id: int) -> int:
     return sum(Path(log_dir, f"{proc_id}.{s}.log").stat().st_size for s in ("stdout", "stderr"))
 
 
+@pytest.mark.promise("History: Disk is bounded")
 def test_pruning_by_total_and_age(run):
     async def main():
         async with Supervisor(history_bytes=None, history_age=None) as sup:
@@ -390,6 +399,7 @@ def test_dismiss_hides_and_forget_deletes(run):
     run(main())
 
 
+@pytest.mark.promise("History: Search")
 def test_search_across_restarts(run):
     async def first():
         async with Supervisor() as sup:
@@ -437,6 +447,7 @@ def test_search_across_restarts(run):
     run(second())
 
 
+@pytest.mark.promise("History: Search")
 def test_search_is_cancellable_and_keeps_the_loop_responsive(run):
     async def main():
         async with Supervisor(log_cap=None) as sup:
@@ -474,6 +485,7 @@ def test_search_is_cancellable_and_keeps_the_loop_responsive(run):
     run(main())
 
 
+@pytest.mark.promise("History: Where it lives")
 def test_database_and_directory_modes(run, tmp_path):
     state = tmp_path / "state"
 
@@ -494,6 +506,7 @@ def test_database_and_directory_modes(run, tmp_path):
         assert db.execute("SELECT count(*) FROM procs").fetchone()[0] == 1
 
 
+@pytest.mark.promise("History: History never stops supervision")
 def test_a_corrupt_database_is_set_aside_and_capture_goes_on(run, tmp_path, caplog):
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
@@ -515,6 +528,7 @@ def test_a_corrupt_database_is_set_aside_and_capture_goes_on(run, tmp_path, capl
     assert any("damaged" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.promise("History: History never stops supervision")
 def test_a_locked_database_never_stops_supervision(run, tmp_path):
     state = tmp_path / "state"
 
@@ -582,6 +596,7 @@ def test_a_database_locked_for_a_moment_at_start_is_waited_for(run, tmp_path):
         holder.join()
 
 
+@pytest.mark.promise("History: History never stops supervision")
 def test_an_unusable_state_dir_turns_history_off(run, tmp_path):
     state = tmp_path / "state"
     state.mkdir(mode=0o700)
@@ -598,6 +613,7 @@ def test_an_unusable_state_dir_turns_history_off(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("History: Memory is bounded")
 def test_rings_share_a_budget_finished_procs_first(run):
     async def main():
         budget = 4 * 1024 * 1024

@@ -33,6 +33,7 @@ from procwindow import (
 )
 from procwindow.core._orchestra import STOP_SLACK, commands_table, idx_rows
 
+from ..tiers import scaled
 from .helpers import IGNORES_TERM_READY, ignores_term, py, until
 
 
@@ -113,6 +114,8 @@ def drain(sub) -> list:
 # -- dependencies ------------------------------------------------------------------
 
 
+@pytest.mark.promise("Workspaces: depends_on")
+@pytest.mark.promise("Workspaces: From the library")
 def test_a_stack_starts_in_dependency_order(run, tmp_path):
     """A db that listens after a delay, an API that needs its port, a web command
     that needs the API: each starts once what it waits for is ready, and a
@@ -189,6 +192,7 @@ def test_a_stack_starts_in_dependency_order(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Workspaces: depends_on")
 def test_a_failing_dependency_leaves_its_dependents_skipped(run, tmp_path):
     silent_port = free_port()
     ws = Workspace(
@@ -249,6 +253,7 @@ def test_a_failing_dependency_leaves_its_dependents_skipped(run, tmp_path):
 # -- restart policies ----------------------------------------------------------------
 
 
+@pytest.mark.promise("Workspaces: restart")
 def test_a_crash_loop_backs_off_and_gives_up(run, tmp_path):
     crash = Command(
         "s",
@@ -295,6 +300,7 @@ def test_a_crash_loop_backs_off_and_gives_up(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Workspaces: restart")
 def test_a_stop_by_a_person_ends_the_loop(run, tmp_path):
     ws = Workspace(
         [
@@ -343,6 +349,7 @@ def test_a_stop_by_a_person_ends_the_loop(run, tmp_path):
 # -- liveness ---------------------------------------------------------------------------
 
 
+@pytest.mark.promise("Workspaces: liveness")
 def test_a_port_that_stops_answering_gets_its_command_restarted(run, tmp_path):
     port = free_port()
     hangs = py(
@@ -389,6 +396,7 @@ def test_a_port_that_stops_answering_gets_its_command_restarted(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Workspaces: liveness")
 def test_a_heartbeat_that_stops_fails_the_command(run, tmp_path):
     beats = py(
         """
@@ -423,6 +431,8 @@ def test_a_heartbeat_that_stops_fails_the_command(run, tmp_path):
 # -- shutdown ----------------------------------------------------------------------------
 
 
+@pytest.mark.promise("Workspaces: Shutdown")
+@pytest.mark.promise("Guarantees and limits: Shutdown is bounded")
 def test_stop_goes_dependents_first_and_is_bounded(run, tmp_path):
     log = tmp_path / "terms.log"
     ws = Workspace(
@@ -481,7 +491,7 @@ def test_stop_goes_dependents_first_and_is_bounded(run, tmp_path):
             # Independent of the chain: stopped with its first link.
             assert termed["side"] < termed["api"]
             # db waits for the longer of api's chain (3 × 0.2 s) and stubborn's grace.
-            assert took < 3 * (0.2 + STOP_SLACK) + 2.0, took
+            assert took < 3 * (0.2 + STOP_SLACK) + scaled(2.0), took
             assert all(st.phase is Phase.STOPPED for st in started.states())
             assert sup.workspaces == []
             assert not started.running
@@ -556,6 +566,7 @@ def test_cycles_and_unknown_names_are_refused_before_anything_starts():
         Workspace(chain)
 
 
+@pytest.mark.promise("Workspaces: name")
 def test_default_names_and_declared_scopes():
     ws = Workspace(
         [
@@ -643,7 +654,7 @@ def test_a_restart_on_request_stays_within_the_workspace(run, tmp_path):
             waited = started.state("crash")
             began = time.monotonic()
             again = await started.restart("crash")
-            assert time.monotonic() - began < 10
+            assert time.monotonic() - began < scaled(10)
             assert again.id != waited.proc_id
             assert started.state("crash").runs[-1] == again.id
             # Its policy goes on: the new run crashes, and waits out its backoff again.

@@ -14,10 +14,11 @@ import pytest
 
 from procwindow.control import default_socket_path
 
+from ..tiers import scaled
 from ..ui.test_app import launch
 
 ROOT = Path(__file__).resolve().parents[2]
-MARGIN = 10.0
+MARGIN = scaled(10.0)
 
 
 def _connect(path: str, timeout: float = 30) -> socket.socket:

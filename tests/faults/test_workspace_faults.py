@@ -28,6 +28,7 @@ from procwindow.control.workspace import (
 from procwindow.core import MAX_GRACEFUL_TIMEOUT
 
 from ..control.conftest import isolated_env
+from ..tiers import examples, scaled
 
 # Lines 1-5; a command's keys follow from line 6.
 HEAD = '[[session]]\nname = "s"\n[[session.agent]]\nname = "a"\n[[session.agent.command]]\n'
@@ -323,26 +324,26 @@ def test_too_many_commands(tmp_path):
 
 def test_a_million_commands_are_refused_quickly(tmp_path):
     text = HEAD + 'shell = "x"\n[[session.agent.command]]\n' * 1_000_000
-    started = time.monotonic()
+    started = time.process_time()  # CPU work: its CPU time, whatever the load
     exc = error_of(tmp_path, text)
     assert "too large" in str(exc) and "1 MiB" in str(exc)
     with pytest.raises(WorkspaceError, match="too large"):
         parse_workspace(text, "big.toml")
-    assert time.monotonic() - started < 10
+    assert time.process_time() - started < 10
 
 
 def test_a_50_MB_file_is_refused_without_reading_it(tmp_path):
     path = tmp_path / "big.toml"
     with open(path, "wb") as f:
         f.truncate(50 * 1024 * 1024)
-    started = time.monotonic()
+    started = time.process_time()  # CPU work: its CPU time, whatever the load
     with pytest.raises(WorkspaceError) as info:
         load_workspace(path)
     assert (
         str(info.value)
         == f"{path}: too large (52,428,800 bytes): a workspace file may be at most 1 MiB"
     )
-    assert time.monotonic() - started < 5
+    assert time.process_time() - started < 5
 
 
 def test_a_file_just_over_the_limit(tmp_path):
@@ -379,9 +380,9 @@ def test_a_file_just_over_the_limit(tmp_path):
 def test_a_file_of_the_largest_size_is_decided_in_bounded_time(tmp_path, builder):
     text = builder(MAX_FILE_SIZE)
     assert len(text.encode()) <= MAX_FILE_SIZE
-    started = time.monotonic()
+    started = time.process_time()  # CPU work: its CPU time, whatever the load
     error_of(tmp_path, text)
-    assert time.monotonic() - started < 30
+    assert time.process_time() - started < 30
 
 
 def test_not_utf8(tmp_path):
@@ -406,7 +407,7 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     with pytest.raises(WorkspaceError) as info:
         load_workspace(fifo)
     assert str(info.value) == f"{fifo}: not a regular file (a FIFO)"
-    assert time.monotonic() - started < 5
+    assert time.monotonic() - started < scaled(5)
 
 
 def test_a_device_is_refused():
@@ -632,7 +633,9 @@ def check_any(text: str) -> None:
     assert result.line is None or 1 <= result.line <= text.count("\n") + 1
 
 
-FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FUZZ = settings(
+    max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @FUZZ
