@@ -153,6 +153,7 @@ def by_id(procs: list[dict[str, Any]], proc: int) -> dict[str, Any]:
     return found[0]
 
 
+@pytest.mark.promise("For agents: procwindow mcp")
 def test_private_server_end_to_end(tmp_path: Path) -> None:
     """Nothing listens on the socket: `procwindow mcp` serves it itself, so the
     blocking client sees the agent's procs there, in its session and agent; when
@@ -257,6 +258,7 @@ def test_private_server_end_to_end(tmp_path: Path) -> None:
     assert "serving one here" in errlog.read_text()
 
 
+@pytest.mark.promise("For agents: procwindow mcp")
 def test_uses_the_running_server(tmp_path: Path) -> None:
     """A server answers at --name's socket: the agent's procs run there (the MCP
     client's name is their agent). Once it is gone, the next call starts a private

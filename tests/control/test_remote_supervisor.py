@@ -109,6 +109,7 @@ def drain(sub: Any) -> list[Event]:
 # -- the same results --------------------------------------------------------------
 
 
+@pytest.mark.promise("Watching other processes and machines")
 def test_run_read_and_events_match(opener: Opener) -> None:
     async def scenario() -> None:
         async with opener() as sup:
@@ -340,6 +341,7 @@ FLOOD = py(
 )
 
 
+@pytest.mark.promise("Watching other processes and machines")
 def test_a_cut_mid_flood_resyncs_by_cursor(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     """The link drops twice while a child floods and another exits meanwhile:
     the lines read are the server's, each once; the exit is shown with its reason."""

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import psutil
+import pytest
 
 from procwindow import ExitReason, Supervisor
 
@@ -34,6 +35,7 @@ def _pids(sup, proc_id, word):
     return [int(ln.text.split()[1]) for ln in sup.read(proc_id).lines if ln.text.startswith(word)]
 
 
+@pytest.mark.promise("Guarantees and limits: Exit is seen from the child, not from its pipes")
 def test_grandchild_holding_stdout_does_not_keep_proc_running(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -68,6 +70,7 @@ def test_dismiss_kills_grandchild_holding_stdout(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: Descendants that leave the group are still found")
 def test_term_kills_setsid_grandchild(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=2) as sup:

@@ -24,6 +24,7 @@ def test_an_unbounded_supervisor_grace_is_refused(tmp_path, grace):
 
 
 @pytest.mark.parametrize("grace", [*BAD_GRACES, MAX_GRACEFUL_TIMEOUT + 1], ids=repr)
+@pytest.mark.promise("Guarantees and limits: Shutdown is bounded")
 def test_an_unbounded_proc_grace_is_refused_and_nothing_starts(tmp_path, grace):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -42,6 +43,7 @@ def test_the_largest_grace_is_accepted():
 HOSTILE = ["echo", "a\tb", "c\nd", "\x1b[2J\x1b]0;pwned\x07", "e\u2028f", "g\x85h", "\u202eevil"]
 
 
+@pytest.mark.promise("Guarantees and limits: Reports are one row per proc")
 def test_control_characters_in_argv_never_reach_the_reports_raw(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -63,6 +65,7 @@ def test_control_characters_in_argv_never_reach_the_reports_raw(run, tmp_path):
 
 
 @pytest.mark.parametrize("name", ["a\x1bb", "tab\there", "nl\n", "bell\x07", "sep\u2028"])
+@pytest.mark.promise("Guarantees and limits: Reports are one row per proc")
 def test_control_characters_in_scope_names_are_refused(tmp_path, name):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:

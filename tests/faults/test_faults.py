@@ -20,6 +20,7 @@ from ..core.helpers import alive, ignores_term, py, until
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.promise("Guarantees and limits: Exit is seen from the child, not from its pipes")
 def test_child_closing_its_pipes_keeps_running(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
@@ -42,6 +43,7 @@ def test_child_closing_its_pipes_keeps_running(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: Descendants that leave the group are still found")
 def test_child_that_changes_its_own_process_group_is_still_killed(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=0.3) as sup:
@@ -120,6 +122,7 @@ PID_REUSE = textwrap.dedent(
 )
 
 
+@pytest.mark.promise("Guarantees and limits: Signals never hit a reused pid")
 def test_reused_pid_is_never_signalled(tmp_path):
     if os.geteuid() != 0 or shutil.which("unshare") is None:
         pytest.skip("needs root and unshare(1) for a private pid namespace")
@@ -187,6 +190,7 @@ def test_emfile_at_spawn_is_a_clean_error(tmp_path):
     assert out[1] == "still working"
 
 
+@pytest.mark.promise("Guarantees and limits: Each process runs in its own process group")
 def test_signal_to_a_stopped_group_member_then_term(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=5) as sup:

@@ -119,6 +119,9 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.promise(
+    "Guarantees and limits: Running out of file descriptors never loses control of a child"
+)
 def test_term_kill_and_close_at_the_common_fd_limit(tmp_path):
     report = _run_host(tmp_path, limit=1024, reserve=4)
     assert report["children"] > 250  # hundreds of stubborn children fill 1024 fds
@@ -137,6 +140,9 @@ def test_term_kill_and_close_at_the_common_fd_limit(tmp_path):
 
 
 @pytest.mark.timeout(180)
+@pytest.mark.promise(
+    "Guarantees and limits: Running out of file descriptors never loses control of a child"
+)
 def test_without_spare_fds_stopping_falls_back_to_groups(tmp_path):
     # No reserve: /proc cannot be read at all at the limit. Signals still reach
     # every group through the pidfds, and close finishes once exits free fds.

@@ -52,6 +52,7 @@ def test_a_symlinked_log_dir_is_refused(tmp_path):
 
 
 @pytest.mark.parametrize("mode", [0o777, 0o770, 0o1777, 0o702])
+@pytest.mark.promise("Guarantees and limits: Logs are private")
 def test_a_log_dir_others_can_write_is_refused(tmp_path, mode):
     shared = tmp_path / "shared"
     shared.mkdir()
@@ -120,6 +121,7 @@ def test_the_default_log_dir_is_private_and_removed_on_close(tmp_path, monkeypat
     assert not os.path.exists(log_dir)
 
 
+@pytest.mark.promise("History: Where it lives")
 def test_the_history_state_dir_is_private_and_kept(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
 
@@ -186,6 +188,7 @@ PLANTED = {
 
 
 @pytest.mark.parametrize("kind", list(PLANTED))
+@pytest.mark.promise("Guarantees and limits: Logs are private")
 def test_something_planted_at_a_log_path_is_refused_before_the_child_starts(tmp_path, kind):
     if kind == "another user's file" and os.geteuid() != 0:
         pytest.skip("needs root to chown to another user")

@@ -103,6 +103,7 @@ def _wait_dead(pids: list[int], timeout: float = 10.0) -> list[int]:
     return [pid for pid in pids if alive(pid)]
 
 
+@pytest.mark.promise("Guarantees and limits: The supervisor dies, its children die")
 def test_sigkill_of_the_host_kills_every_descendant(tmp_path):
     host, victims = _start_host(tmp_path, watchdog=True)
     host.kill()
@@ -111,6 +112,9 @@ def test_sigkill_of_the_host_kills_every_descendant(tmp_path):
     assert _wait_dead(victims) == []
 
 
+@pytest.mark.promise(
+    "Guarantees and limits: If the watchdog died too, the state file finishes the job"
+)
 def test_state_file_finishes_the_job_when_the_watchdog_died_too(tmp_path, monkeypatch):
     host, victims = _start_host(tmp_path, watchdog=False)
     host.kill()  # no watchdog: the children live on, re-parented to init
@@ -133,6 +137,9 @@ def test_state_file_finishes_the_job_when_the_watchdog_died_too(tmp_path, monkey
     assert os.listdir(state_dir()) == []
 
 
+@pytest.mark.promise(
+    "Guarantees and limits: If the watchdog died too, the state file finishes the job"
+)
 def test_state_file_never_kills_a_reused_pid(tmp_path):
     folder = tmp_path / "run"
     folder.mkdir()

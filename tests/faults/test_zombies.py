@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from procwindow import ExitReason, Supervisor
 from procwindow.core._tree import FRESH_TTL
@@ -68,6 +69,7 @@ HOST_USES_SUBPROCESS = textwrap.dedent(
 )
 
 
+@pytest.mark.promise("Guarantees and limits: The host's own children are left alone")
 def test_a_host_that_runs_commands_of_its_own_keeps_their_statuses_and_no_zombies(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", HOST_USES_SUBPROCESS],
@@ -94,6 +96,7 @@ PID_HOPPER = py(
 )
 
 
+@pytest.mark.promise("Guarantees and limits: The host's own children are left alone")
 def test_a_pid_hopper_leaves_no_zombie_pile_under_a_subreaper(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, subreaper=True, graceful_timeout=1) as sup:

@@ -68,6 +68,7 @@ def test_no_notifier_without_a_desktop(
     qrun(scenario())
 
 
+@pytest.mark.promise("The window: Notifications")
 def test_a_failure_in_the_background_is_notified_once_per_burst(
     notify_send: Path, sup: Supervisor, qrun: QRun
 ) -> None:
@@ -118,6 +119,7 @@ def test_a_failure_in_the_background_is_notified_once_per_burst(
     qrun(scenario())
 
 
+@pytest.mark.promise("The window: Notifications")
 def test_a_timeout_is_a_failure(notify_send: Path, sup: Supervisor, qrun: QRun) -> None:
     async def scenario() -> None:
         notifier = FailureNotifier(sup, active=lambda: False, coalesce_ms=100)

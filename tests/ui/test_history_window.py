@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 
@@ -56,6 +57,7 @@ def row_texts(model: OutputModel, rows: range) -> list[str]:
     return [str(model.data(model.index(r, 0), role)) for r in rows]
 
 
+@pytest.mark.promise("The window: History in the window")
 def test_history_view_lists_past_runs_greyed_and_streams_them_from_disk(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
 ) -> None:
@@ -121,6 +123,7 @@ def _texts(root: QQuickItem) -> list[str]:
     return out
 
 
+@pytest.mark.promise("The window: History in the window")
 def test_search_every_run_and_open_a_past_hit_at_its_line(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
 ) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import sys
 
+import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtQuick import QQuickItem, QQuickWindow
@@ -92,6 +93,7 @@ async def open_filtered(sup: Supervisor, session: str) -> tuple[QQuickWindow, QQ
     return window, view
 
 
+@pytest.mark.promise("The window: The output pane")
 def test_enter_goes_from_match_to_match_centred(sup: Supervisor, run: Run) -> None:
     async def scenario() -> None:
         window, view = await open_filtered(sup, "find")
@@ -187,6 +189,7 @@ def test_regex_and_case_marks_and_esc_as_before(sup: Supervisor, run: Run) -> No
     run(scenario())
 
 
+@pytest.mark.promise("The window: The output pane")
 def test_the_times_toggle_shows_when_lines_arrived_and_copies_them(
     sup: Supervisor, run: Run
 ) -> None:

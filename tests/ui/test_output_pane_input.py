@@ -5,6 +5,7 @@ windows, real children spawned with ``stdin=True``."""
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtQuick import QQuickItem
 
@@ -28,6 +29,7 @@ def texts(view: QQuickItem) -> list[str]:
     return [out.data(out.index(r)) for r in range(out.rowCount())]
 
 
+@pytest.mark.promise("The window: The output pane")
 def test_a_prompt_shows_unfinished_and_the_typed_line_answers_it(sup: Supervisor, run: Run) -> None:
     async def scenario() -> None:
         proc = await sup.spawn(GREETER, session="ask", agent="a", stdin=True)

@@ -18,6 +18,7 @@ from procwindow.demo import job_argv
 from procwindow.qt import ProcModel
 from procwindow.qt.window import window_model
 
+from ..tiers import first_fast
 from .conftest import MakeWorkspace, Run
 from .helpers import (
     _walk,
@@ -93,7 +94,7 @@ def assert_table_fits(
         )
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", first_fast(SIZES))
 def test_every_column_fits_and_every_status_reads_in_full(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str
 ) -> None:

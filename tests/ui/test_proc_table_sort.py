@@ -70,6 +70,7 @@ async def spawn_three(sup: Supervisor) -> list[int]:
     return [(await sup.spawn(SLEEPER, session="t", agent="a")).id for _ in range(3)]
 
 
+@pytest.mark.promise("The window: The process table")
 def test_a_click_on_a_header_sorts_and_the_keys_follow_the_rows_on_screen(
     sup: Supervisor, run: Run
 ) -> None:
@@ -115,6 +116,7 @@ def test_a_click_on_a_header_sorts_and_the_keys_follow_the_rows_on_screen(
     run(scenario())
 
 
+@pytest.mark.promise("The window: The process table")
 def test_a_row_under_the_pointer_does_not_move_while_hovered(sup: Supervisor, run: Run) -> None:
     async def scenario() -> None:
         first, second, third = await spawn_three(sup)
@@ -226,6 +228,7 @@ def test_dragging_a_header_edge_resizes_its_column(sup: Supervisor, run: Run) ->
     run(scenario())
 
 
+@pytest.mark.promise("The window: The process table")
 def test_cpu_and_memory_cells_draw_the_rows_on_screen_only(sup: Supervisor, run: Run) -> None:
     calls: list[int] = []
     real = sup.stats
@@ -319,6 +322,9 @@ WAVES = py(
 )
 
 
+# A picture for people to look at, after a dozen samples on each line (12 s): the
+# sampling and the sort themselves are proved by the fast tests above.
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(720, 450), (1400, 900)], ids=["720x450", "1400x900"])
 def test_screenshot_of_the_stats_columns_sorted_by_cpu(
     sup: Supervisor, run: Run, size: tuple[int, int]

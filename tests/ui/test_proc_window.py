@@ -7,6 +7,7 @@ children are real processes under a real supervisor.
 
 from __future__ import annotations
 
+import pytest
 from PySide6.QtCore import QPointF, Qt
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtQuick import QQuickItem, QQuickWindow
@@ -97,6 +98,7 @@ async def open_from_menu(main: QQuickWindow, node_name: str) -> QQuickWindow:
     return window
 
 
+@pytest.mark.promise("The window")
 def test_right_click_processes_term_escalates_kill_dismiss(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run
 ) -> None:

@@ -17,6 +17,7 @@ from procwindow.core import Proc, Supervisor
 from procwindow.demo import DEMO_SCOPES, job_argv, start_demo
 from procwindow.qt.window import open_proc_window
 
+from ..tiers import first_fast
 from .conftest import MakeWorkspace, Run
 from .helpers import (
     click,
@@ -57,11 +58,7 @@ async def demo(sup: Supervisor, make_workspace: MakeWorkspace) -> tuple[Workspac
     return workspace, procs
 
 
-@pytest.mark.parametrize("size", SIZES)
-# Qt's animation timer says so, now and then (about one run in ten here), as it
-# does in test_output_pane's flood: its own bookkeeping of the offscreen
-# animation driver, not a message about anything in our QML.
-@pytest.mark.qt_log_ignore("QUnifiedTimer::stopAnimationDriver: driver is not running")
+@pytest.mark.parametrize("size", first_fast(SIZES))
 def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str) -> None:
     width, height = SIZES[size]
 
@@ -148,7 +145,7 @@ PROMPT = py(
 )
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", first_fast(SIZES))
 def test_screenshot_of_a_prompt_and_the_stdin_line(sup: Supervisor, run: Run, size: str) -> None:
     width, height = SIZES[size]
 
@@ -170,7 +167,7 @@ def test_screenshot_of_a_prompt_and_the_stdin_line(sup: Supervisor, run: Run, si
     run(scenario(), timeout=60)
 
 
-@pytest.mark.parametrize("size", SIZES)
+@pytest.mark.parametrize("size", first_fast(SIZES))
 def test_screenshots_of_history_and_search(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str, tmp_path: object
 ) -> None:

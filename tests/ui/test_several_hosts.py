@@ -17,6 +17,7 @@ from procwindow.qt import ProcModel
 from tests.control.conftest import Server
 from tests.core.helpers import until
 
+from ..tiers import first_fast
 from .conftest import MakeWorkspace, Run
 from .helpers import click, find_item, item, key, save_screenshot, settle, type_text
 
@@ -31,6 +32,7 @@ async def menu_action(main: QQuickWindow, node: str, action: str) -> None:
     await click(main, entry)
 
 
+@pytest.mark.promise("Watching other processes and machines")
 def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
     sup: Supervisor, server: Server, make_workspace: MakeWorkspace, run: Run
 ) -> None:
@@ -92,7 +94,7 @@ def test_each_supervisor_is_a_node_and_its_actions_are_its_own(
     run(scenario())
 
 
-@pytest.mark.parametrize("size", ["700x450", "1400x900"])
+@pytest.mark.parametrize("size", first_fast(["700x450", "1400x900"]))
 def test_screenshots_of_several_hosts(
     sup: Supervisor, server: Server, make_workspace: MakeWorkspace, run: Run, size: str
 ) -> None:

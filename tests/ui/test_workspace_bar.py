@@ -4,6 +4,8 @@ real children)."""
 
 from __future__ import annotations
 
+import pytest
+
 from procwindow.core import Command, Supervisor, Workspace
 from procwindow.qt import ProcRole
 from procwindow.qt.window import open_proc_window, window_model
@@ -15,6 +17,7 @@ from .helpers import find_item, item, py, until
 DB = py("import time; time.sleep(0.8); print('up', flush=True); time.sleep(60)")
 
 
+@pytest.mark.promise("Workspaces")
 def test_the_bar_names_what_waits_and_the_tooltip_what_a_command_depends_on(
     sup: Supervisor, run: Run
 ) -> None:
