@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._agent import Excerpt, Ready
+from ._agent import Excerpt
 from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
 from ._errors import (
     CommandNotFound,
@@ -28,6 +28,7 @@ from ._interface import SupervisorAPI
 from ._orchestra import CommandState, WorkspaceRun, command_state
 from ._output import LINE_MAX
 from ._proc import Proc
+from ._ready import Ready
 from ._replay import ByteBatch
 from ._search import SearchHit
 from ._supervisor import Supervisor

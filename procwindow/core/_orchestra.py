@@ -19,7 +19,6 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._agent import _probe as probe_once
-from ._agent import check_timeout
 from ._command_state import CommandState, commands_table, idx_rows
 from ._errors import (
     NoMatch,
@@ -29,6 +28,7 @@ from ._errors import (
     SupervisorClosed,
 )
 from ._proc import Proc, format_cmd
+from ._ready import check_timeout
 from ._types import EventKind, ExitInfo, ExitReason, Phase
 from ._workspace import (
     Command,

@@ -11,9 +11,9 @@ from ._text import escape_controls
 from ._types import ExitInfo, ExitReason, ProcState
 
 if TYPE_CHECKING:
-    from ._agent import Ready
     from ._child import Child
     from ._history import HistoryRow
+    from ._ready import Ready
 
 __all__ = ["Proc", "SpawnOptions", "format_cmd"]
 

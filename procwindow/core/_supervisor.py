@@ -17,7 +17,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from . import _agent, _spawn, _stdin, _waiting
-from ._agent import Excerpt, Ready
+from ._agent import Excerpt
 from ._archive import (
     DEFAULT_HISTORY_AGE,
     DEFAULT_HISTORY_BYTES,
@@ -39,6 +39,7 @@ from ._orchestra import run_of
 from ._output import OutputStore, ReadBuffers, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
+from ._ready import Ready
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats

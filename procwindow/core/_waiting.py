@@ -8,8 +8,10 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ._agent import SCAN_CHUNK, LineMatch, Procs, Ready, check_timeout, run_check
+from ._agent import SCAN_CHUNK, Procs, run_check
 from ._errors import NoMatch, NotReady
+from ._match import LineMatch
+from ._ready import Ready, check_timeout
 from ._types import EventKind, Line, Stream
 
 if TYPE_CHECKING:

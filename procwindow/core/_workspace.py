@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
-from ._agent import Ready
 from ._errors import ProcwindowError
+from ._ready import Ready
 from .rules import DEFAULT_TOOL, check_scope_name, shown
 
 if TYPE_CHECKING:
