@@ -4,18 +4,35 @@ from __future__ import annotations
 
 import shlex
 import time
+from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ._text import escape_controls
-from ._types import ExitInfo, ExitReason, ProcState
+from ._types import ExitInfo, ExitReason, ProcState, Stream
 
 if TYPE_CHECKING:
-    from ._child import Child
+    from ._disklog import DiskLog
     from ._history import HistoryRow
+    from ._output import OutputStore
     from ._ready import Ready
 
-__all__ = ["Proc", "SpawnOptions", "format_cmd"]
+__all__ = ["Holder", "Proc", "SpawnOptions", "format_cmd"]
+
+
+class Holder(Protocol):
+    """What the view reads of the record its supervisor keeps for a live child
+    (``_child.Child``, which owns the view): a protocol, so that the view
+    depends on nothing above it."""
+
+    @property
+    def open_streams(self) -> Set[Stream]: ...
+
+    @property
+    def disk(self) -> DiskLog: ...
+
+    @property
+    def store(self) -> OutputStore: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +116,7 @@ class Proc:
         self._state = ProcState.RUNNING
         self._exit: ExitInfo | None = None
         self._graceful_timeout = graceful_timeout
-        self._child: Child | None = None
+        self._child: Holder | None = None
         self._record: HistoryRow | None = None
         self._options = options or SpawnOptions()
         self._ready = self._options.ready is None
@@ -136,7 +153,7 @@ class Proc:
 
     # -- set by the supervisor only --------------------------------------------
 
-    def _attach(self, child: Child) -> None:
+    def _attach(self, child: Holder) -> None:
         self._child = child
 
     def _set_ready(self) -> bool:
