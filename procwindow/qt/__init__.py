@@ -12,11 +12,11 @@ from __future__ import annotations
 from ._support import default_supervisor, format_bytes, set_default_supervisor
 from .attachform import AttachForm
 from .controller import DEFAULT_AGENT, ActiveScope, ProcController, StatsSampler
+from .host_tree import HostTreeModel
 from .hosts import Host
 from .main_viewmodel import MainWindowModel, ScopeSelection
 from .models import (
     HistoryModel,
-    HostTreeModel,
     OutputModel,
     OutputRole,
     ProcColumn,

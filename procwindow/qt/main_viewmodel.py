@@ -20,8 +20,9 @@ from procwindow.core import ProcwindowError
 from ._support import Later, connect_all, plural, set_stored, stored_property
 from .attachform import AttachForm
 from .controller import ActiveScope, ProcController
+from .host_tree import HostTreeModel
 from .hosts import Host
-from .models import HostTreeModel, ProcModel, SearchModel
+from .models import ProcModel, SearchModel
 from .runform import RunForm
 from .viewmodel import ProcWindowModel
 

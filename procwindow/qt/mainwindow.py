@@ -17,9 +17,10 @@ from PySide6.QtQuick import QQuickWindow
 from procwindow.core import Supervisor
 
 from .controller import ActiveScope, ProcController
+from .host_tree import HostTreeModel
 from .hosts import LOCAL_KEY, LOCAL_LABEL, Host
 from .main_viewmodel import MainWindowModel
-from .models import HostTreeModel, ProcModel, SessionModel
+from .models import ProcModel, SessionModel
 from .notify import FailureNotifier
 from .viewmodel import ProcWindowModel
 from .window import (

@@ -4,8 +4,6 @@
 - :class:`OutputModel` (``output``): the output lines of one process, filtered and capped;
   its lines and filter scan live, without Qt, in ``_lines``.
 - :class:`SessionModel` (``sessions``): the tree of sessions and their agents, with live counts.
-- :class:`HostTreeModel` (``hosts``): the main window's tree: the session trees of its hosts
-  (the supervisors it shows), side by side.
 - :class:`HistoryModel` (``history``): every recorded run of a scope, newest first.
 - :class:`SearchModel` (``search``): the lines of every run, live and past, that match a pattern.
 
@@ -23,7 +21,6 @@ from __future__ import annotations
 from ._lines import FILTER_CHUNK, STRIP_AT_ONCE
 from .format import STATUS_COLORS, status_text
 from .history import HistoryModel, HistoryRole
-from .hosts import HostTreeModel
 from .output import DEFAULT_MAX_LINES, FILTER_BUDGET, FRAME_MS, FRAME_READ_LIMIT, OutputModel
 from .proc import TICK_INTERVAL_MS, VISIBLE_MARGIN, ProcModel
 from .roles import (
@@ -55,7 +52,6 @@ __all__ = [
     "VISIBLE_MARGIN",
     "HistoryModel",
     "HistoryRole",
-    "HostTreeModel",
     "OutputModel",
     "OutputRole",
     "ProcColumn",

@@ -19,17 +19,15 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from PySide6.QtCore import QAbstractItemModel, QByteArray, QModelIndex, QObject, Qt, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
-from .._support import connect_all, empty_data, qt_property
-from .roles import COUNT_ROLES, DISPLAY, ROOT, SESSION_ROLE_NAMES, ModelIndex, SessionRole
-from .sessions import SessionModel
-
-if TYPE_CHECKING:
-    from ..hosts import Host
+from ._support import connect_all, empty_data, qt_property
+from .hosts import Host
+from .models import SessionModel
+from .models.roles import COUNT_ROLES, DISPLAY, ROOT, SESSION_ROLE_NAMES, ModelIndex, SessionRole
 
 __all__ = ["HostTreeModel"]
 
