@@ -12,13 +12,8 @@ import pytest
 from procwindow.core import Line, Stream
 from procwindow.qt import ansi
 from procwindow.qt.highlight import marked_html, time_html
-from procwindow.qt.models._lines import (
-    MAX_MARKS,
-    LineBuffer,
-    compile_filter,
-    compile_marker,
-    timed,
-)
+from procwindow.qt.models._filter import MAX_MARKS, compile_filter, compile_marker
+from procwindow.qt.models._lines import LineBuffer, timed
 from procwindow.qt.models.format import time_text
 
 MARK = "#6bd4a017"

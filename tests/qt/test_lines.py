@@ -19,18 +19,10 @@ import pytest
 
 from procwindow.core import Line, LineRun, Stream
 from procwindow.core._types import runs_of
-from procwindow.qt.models import _lines
-from procwindow.qt.models._lines import (
-    FILTER_CHUNK,
-    STRIP_AT_ONCE,
-    TEXT_CHUNK,
-    FilterError,
-    LineBuffer,
-    NewRows,
-    Texts,
-    Trim,
-    compile_filter,
-)
+from procwindow.qt.models import _lines, _texts
+from procwindow.qt.models._filter import FilterError, compile_filter
+from procwindow.qt.models._lines import FILTER_CHUNK, STRIP_AT_ONCE, LineBuffer, NewRows, Trim
+from procwindow.qt.models._texts import TEXT_CHUNK, Texts
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -331,8 +323,8 @@ def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
     many runs, a line each), trims, clears and filters, with chunks and
     compactions small enough to happen often: what the buffer shows is what a
     plain list of the lines shows."""
-    saved = _lines.COMPACT_MIN, _lines.TEXT_CHUNK
-    _lines.COMPACT_MIN, _lines.TEXT_CHUNK = 8, 5
+    saved = _lines.COMPACT_MIN, _texts.TEXT_CHUNK
+    _lines.COMPACT_MIN, _texts.TEXT_CHUNK = 8, 5
     try:
         rnd = random.Random(7)
         buf = LineBuffer(max_lines=40)
@@ -387,7 +379,7 @@ def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
                 )
                 assert row == expect
     finally:
-        _lines.COMPACT_MIN, _lines.TEXT_CHUNK = saved
+        _lines.COMPACT_MIN, _texts.TEXT_CHUNK = saved
 
 
 def test_the_garbage_collector_sees_no_object_per_line() -> None:

@@ -1,5 +1,7 @@
 """The lines of one output pane and the filter scan over them, without Qt.
 
+The filters themselves are compiled in ``_filter``, the texts kept in ``_texts``.
+
 :class:`LineBuffer` holds the lines :class:`~procwindow.qt.models.OutputModel`
 shows, up to ``max_lines``, and decides which of them are rows: every line
 without a filter, the matching ones with one. Lines have absolute numbers:
@@ -21,49 +23,34 @@ rows trimming to ``max_lines`` drops, :meth:`LineBuffer.drop_front` drops them;
 from __future__ import annotations
 
 import bisect
-import functools
 import itertools
-import re
 import time
 from array import array
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from operator import add
 from typing import NamedTuple, overload
 
 from procwindow.core import Line, LineRun, Stream
 from procwindow.core._types import runs_of
 
-from .. import ansi
+from ._filter import Matcher
+from ._texts import Texts
 from .format import time_text
 
 __all__ = [
     "COMPACT_MIN",
     "FILTER_CHUNK",
-    "MAX_MARKS",
     "STRIP_AT_ONCE",
-    "TEXT_CHUNK",
-    "FilterError",
     "Held",
     "HeldLines",
     "LineBuffer",
-    "Marker",
-    "Matcher",
     "NewRows",
-    "Texts",
     "Trim",
-    "compile_filter",
-    "compile_marker",
     "timed",
 ]
 
 #: One held line: seq, is stderr, time, raw text (with ANSI), split piece.
 Held = tuple[int, bool, float, str, bool]
-#: A compiled filter: given a chunk of plain lines and the number of its first
-#: line, the numbers of the lines that match.
-Matcher = Callable[[list[str], int], list[int]]
-#: A filter's matches in one plain line: the ``(start, end)`` of each, in order,
-#: none empty and none overlapping.
-Marker = Callable[[str], list[tuple[int, int]]]
 
 #: Lines filtered (or stripped) between two looks at the clock.
 FILTER_CHUNK = 4096
@@ -75,12 +62,6 @@ STRIP_AT_ONCE = 4096
 #: least as many as it holds): trimming moves an index, and every so often the
 #: columns.
 COMPACT_MIN = 4096
-#: The most texts in one tuple of a :class:`Texts` (and, once dropped, the most
-#: kept until the rest of their tuple goes).
-TEXT_CHUNK = 4096
-#: The most matches marked in one line (a one-letter filter over a long line
-#: would otherwise make a page of markup for one row).
-MAX_MARKS = 500
 
 
 _STDERR = 1
@@ -91,97 +72,6 @@ _FEW_RUNS = 8
 
 def _flag(stream: Stream, split: bool) -> int:
     return (stream is Stream.STDERR) | (split << 1)
-
-
-class FilterError(ValueError):
-    """A filter that cannot be compiled; the message says why, for people."""
-
-
-def compile_filter(text: str, regex: bool, case_sensitive: bool) -> Matcher | None:
-    """The matcher of a filter (None for ``""``: no filter).
-
-    A substring, or a regular expression (Python ``re``) with ``regex``;
-    without ``case_sensitive`` a substring is compared ``casefold()``-ed and a
-    regex gets ``re.IGNORECASE``. Raises :class:`FilterError` for an invalid
-    regex. Each kind is its own comprehension: one call per chunk, not per line
-    (DESIGN.md: substring 8 ms, casefold+substring ~16 ms, regex 21 ms per 100k
-    lines).
-    """
-    if not text:
-        return None
-    if regex:
-        try:
-            search = re.compile(text, 0 if case_sensitive else re.IGNORECASE).search
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
-            raise FilterError(f"invalid regular expression: {exc}") from exc
-        return lambda chunk, start: [i for i, t in enumerate(chunk, start) if search(t)]
-    if case_sensitive:
-        return lambda chunk, start: [i for i, t in enumerate(chunk, start) if text in t]
-    needle = text.casefold()
-    return lambda chunk, start: [i for i, t in enumerate(chunk, start) if needle in t.casefold()]
-
-
-def compile_marker(text: str, regex: bool, case_sensitive: bool) -> Marker | None:
-    """Where a filter matches inside a line, for highlighting (None for ``""``).
-
-    It agrees with :func:`compile_filter` on the same arguments: a line it keeps
-    has a match here, and a line it drops has none. A regex's empty matches
-    (``x*``, ``^``) are left out: they mark nothing, and ``finditer`` moves on
-    past each one, so no pattern loops. A substring is found case-insensitively
-    as the filter finds it, in the ``casefold()``-ed line, and mapped back to
-    the line's own characters (``ß`` matches ``SS``). At most :data:`MAX_MARKS`
-    per line. Raises :class:`FilterError` for an invalid regex.
-
-    >>> compile_marker("o", regex=False, case_sensitive=False)("Foo bar O")
-    [(1, 2), (2, 3), (8, 9)]
-    >>> compile_marker("x*", regex=True, case_sensitive=True)("axxb")
-    [(1, 3)]
-    """
-    if not text:
-        return None
-    if regex:
-        try:
-            finditer = re.compile(text, 0 if case_sensitive else re.IGNORECASE).finditer
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
-            raise FilterError(f"invalid regular expression: {exc}") from exc
-
-        def regex_marks(line: str) -> list[tuple[int, int]]:
-            spans = (m.span() for m in finditer(line))
-            return list(itertools.islice(((a, b) for a, b in spans if b > a), MAX_MARKS))
-
-        return regex_marks
-    if case_sensitive:
-        return functools.partial(_occurrences, text)
-    return functools.partial(_folded_occurrences, text.casefold())
-
-
-def _occurrences(needle: str, line: str) -> list[tuple[int, int]]:
-    """The non-overlapping occurrences of ``needle`` in ``line``, left to right."""
-    found: list[tuple[int, int]] = []
-    size = len(needle)
-    at = line.find(needle)
-    while at >= 0 and len(found) < MAX_MARKS:
-        found.append((at, at + size))
-        at = line.find(needle, at + size)
-    return found
-
-
-def _folded_occurrences(needle: str, line: str) -> list[tuple[int, int]]:
-    """:func:`_occurrences` of a casefolded ``needle`` in the casefolded ``line``,
-    in the line's own character positions."""
-    folded = line.casefold()
-    if len(folded) == len(line):  # no character folded to more than one: positions agree
-        return _occurrences(needle, folded)
-    # Where each folded character comes from (ß folds to ss: two from one).
-    owner = [i for i, char in enumerate(line) for _ in char.casefold()]
-    spans: list[tuple[int, int]] = []
-    for start, end in _occurrences(needle, folded):
-        first, last = owner[start], owner[end - 1] + 1
-        if spans and first < spans[-1][1]:  # two matches inside one character's fold
-            spans[-1] = (spans[-1][0], max(spans[-1][1], last))
-        else:
-            spans.append((first, last))
-    return spans
 
 
 def timed(when: float, text: str) -> str:
@@ -209,105 +99,6 @@ class NewRows(NamedTuple):
     @property
     def last(self) -> int:
         return self.first + len(self.lines) - 1
-
-
-class Texts:
-    """The texts of a buffer's lines, raw and ANSI-stripped, by line number.
-
-    Kept as tuples of up to :data:`TEXT_CHUNK` strings, never as a list of them:
-    the garbage collector stops tracking a tuple of strings once it has seen
-    it, while it reads every item of a list at each full collection (~35 µs per
-    1,000 items: two lists of a million lines made each such pause 70 ms).
-
-    Lines ``first`` to ``end - 1`` are held. A chunk's plain texts are made when
-    it is stripped (``clean`` is the number of the first line not stripped):
-    chunks are stripped in order, and a chunk gets more lines only while in
-    the same state, so every line below ``clean`` is stripped.
-
-    >>> texts = Texts()
-    >>> texts.append(("a", "\\x1b[1mb"), stripped=False)
-    >>> texts.strip_to(2)
-    >>> texts.raw(1), texts.plain(1), texts.plains(0, 2)
-    ('\\x1b[1mb', 'b', ['a', 'b'])
-    """
-
-    __slots__ = ("_plain", "_raw", "_starts", "clean", "end", "first")
-
-    def __init__(self, first: int = 0) -> None:
-        self._raw: list[tuple[str, ...]] = []
-        self._plain: list[tuple[str, ...] | None] = []  # None: not stripped yet
-        self._starts: list[int] = []  # the number of each chunk's first line
-        self.first = self.end = self.clean = first
-
-    def _chunk(self, number: int) -> tuple[int, int]:
-        """The chunk of line ``number`` and its place in it."""
-        c = bisect.bisect_right(self._starts, number) - 1
-        return c, number - self._starts[c]
-
-    def raw(self, number: int) -> str:
-        c, i = self._chunk(number)
-        return self._raw[c][i]
-
-    def plain(self, number: int) -> str:
-        """The stripped text of line ``number`` (stripped now if its chunk is not yet)."""
-        c, i = self._chunk(number)
-        plain = self._plain[c]
-        return plain[i] if plain is not None else ansi.strip_ansi(self._raw[c][i])
-
-    def plains(self, first: int, stop: int) -> list[str]:
-        """The plain texts of lines ``first`` to ``stop - 1`` (stripped below ``clean``)."""
-        out: list[str] = []
-        if first >= stop:
-            return out
-        c, i = self._chunk(first)
-        while first < stop:
-            plain = self._plain[c]
-            part = self._raw[c] if plain is None else plain
-            take = part[i : i + stop - first]
-            out += take
-            first += len(take)
-            c, i = c + 1, 0
-        return out
-
-    def append(self, texts: tuple[str, ...], *, stripped: bool) -> None:
-        """Hold ``texts`` as lines ``end`` on (with ``stripped``: clean already,
-        allowed only when every line before them is stripped)."""
-        if not texts:
-            return
-        stripped = stripped and self.clean == self.end
-        plain = ansi.strip_lines(list(texts)) if stripped else None
-        at = 0
-        if self._raw and (self._plain[-1] is not None) == stripped:
-            # Top up the last chunk, so that small appends make few chunks.
-            room = TEXT_CHUNK - len(self._raw[-1])
-            if room > 0:
-                at = min(room, len(texts))
-                self._raw[-1] += texts[:at]
-                last = self._plain[-1]
-                if last is not None and plain is not None:
-                    self._plain[-1] = last + tuple(plain[:at])
-        for start in range(at, len(texts), TEXT_CHUNK):
-            self._starts.append(self.end + start)
-            self._raw.append(texts[start : start + TEXT_CHUNK])
-            self._plain.append(None if plain is None else tuple(plain[start : start + TEXT_CHUNK]))
-        self.end += len(texts)
-        if stripped:
-            self.clean = self.end
-
-    def drop_before(self, number: int) -> None:
-        """Forget lines before ``number`` (whole chunks; at most a chunk is kept)."""
-        self.first = max(self.first, number)
-        self.clean = max(self.clean, self.first)
-        gone = bisect.bisect_right(self._starts, self.first) - 1
-        if gone > 0:
-            del self._raw[:gone], self._plain[:gone], self._starts[:gone]
-
-    def strip_to(self, stop: int) -> None:
-        """Strip the chunks that hold lines before ``stop`` (``clean`` >= ``stop`` after)."""
-        while self.clean < min(stop, self.end):
-            c, _ = self._chunk(self.clean)
-            self._plain[c] = tuple(ansi.strip_lines(list(self._raw[c])))
-            self.clean = self._starts[c] + len(self._raw[c])
 
 
 class HeldLines(Sequence[Held]):

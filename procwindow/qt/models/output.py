@@ -36,7 +36,8 @@ from .._support import (
     set_stored,
     stored_property,
 )
-from ._lines import FilterError, LineBuffer, Marker, compile_filter, compile_marker
+from ._filter import FilterError, Marker, compile_filter, compile_marker
+from ._lines import LineBuffer
 from .format import time_text
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
 
