@@ -1,13 +1,15 @@
 """OutputModel: the output lines of one process, filtered and capped.
 
-The lines and the filter scan are :class:`~._lines.LineBuffer`'s (no Qt there);
-this module reads the supervisor on a frame timer and tells views what changed.
+The model composes parts without Qt: the lines and the filter scan are a
+:class:`~._lines.LineBuffer`'s, reading the supervisor by cursor an
+:class:`~._reading.OutputReader`'s, drawing a line a
+:class:`~._render.LineRenderer`'s. This module paces them on a frame timer and
+tells views what changed.
 """
 
 from __future__ import annotations
 
 import os
-import time
 
 from PySide6.QtCore import (
     QAbstractListModel,
@@ -25,7 +27,7 @@ from PySide6.QtQml import QmlElement
 from procwindow.core import Event, Line, Proc, ProcNotFound, ProcwindowError, Stream, Supervisor
 from procwindow.core.rules import scope_pattern
 
-from .. import ansi, highlight
+from .. import ansi
 from .._support import (
     EventPump,
     Later,
@@ -36,8 +38,10 @@ from .._support import (
     set_stored,
     stored_property,
 )
-from ._filter import FilterError, Marker, compile_filter, compile_marker
+from ._filter import FilterError, compile_filter, compile_marker
 from ._lines import LineBuffer
+from ._reading import OutputReader
+from ._render import DEFAULT_COLORS, PLAIN_TEXT, RICH_TEXT, STYLED_TEXT, LineRenderer
 from .format import time_text
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
 
@@ -51,6 +55,9 @@ __all__ = [
     "FRAME_READ_BUDGET",
     "FRAME_READ_LIMIT",
     "FRAME_READ_MIN",
+    "PLAIN_TEXT",
+    "RICH_TEXT",
+    "STYLED_TEXT",
     "OutputModel",
 ]
 
@@ -80,19 +87,11 @@ FRAME_READ_BUDGET = 0.004
 #: since the last frame than one read takes): a burst is shown sooner. A flood
 #: gets one read a frame: what it adds is skipped past anyway.
 FRAME_READS = 3
-#: The ``shownFormat`` of a line: QML ``Text``'s ``textFormat`` values. Plain text
-#: is laid out faster than styled text, and needs no HTML made for it.
-PLAIN_TEXT = 0  # Text.PlainText
-RICH_TEXT = 1  # Text.RichText: a filter's marks (backgrounds)
-STYLED_TEXT = 4  # Text.StyledText: colours and attributes
 #: The roles a change of style (colours, times, marks) changes.
 _STYLE_ROLES = [OutputRole.STYLED, OutputRole.SHOWN, OutputRole.SHOWN_FORMAT]
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
 #: the next frames.
 FILTER_BUDGET = 0.005
-#: The colours the model draws with until its view sets its theme's: a filter's
-#: matches, the current match, and the time before a line (``#aarrggbb``).
-DEFAULT_COLORS = {"match": "#6bd4a017", "currentMatch": "#c2e8780c", "time": "#6f737a"}
 
 
 def _css(color: QColor) -> str:
@@ -217,23 +216,18 @@ class OutputModel(QAbstractListModel):
         self._sup = resolve_supervisor(supervisor, "OutputModel")
         self._proc_id = -1
         self._buf = LineBuffer(DEFAULT_MAX_LINES)
-        self._cursor = 0  # the supervisor seq read up to
-        self._reading = False  # the proc may still produce lines
-        self._backlog = False  # the last read hit its limit
-        self._line_cost = 0.0  # seconds a line took to read (a running average)
+        self._reader = OutputReader(self._sup, self._buf)
+        self._render = LineRenderer()
         self._count = 0  # the rows views were told of (rowCount)
         self._filter_text = ""
         self._filter_regex = False
         self._case_sensitive = False
         self._filter_error = ""
         self._dark = False
-        self._palette = ansi.LIGHT_PALETTE
-        self._marker: Marker | None = None
         self._current = -1  # the row of the current match
         self._show_times = False
         self._colors = {key: QColor(value) for key, value in DEFAULT_COLORS.items()}
         self._css = {key: _css(color) for key, color in self._colors.items()}
-        self._partial: Line | None = None
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
         self._frame = QTimer(self)
@@ -243,7 +237,6 @@ class OutputModel(QAbstractListModel):
         self._frame.timeout.connect(self._on_frame)
         self._read_later = Later(self, self._read_more)
         self._show_later = Later(self, self._show)
-        self._newest = 0  # the proc's newest seq at the last read
         self._arrived = 0  # lines that came between the last two frames
         self._frame_reads = 0
         self._frame_counts = self._counts()  # the counts before this frame's read
@@ -267,16 +260,13 @@ class OutputModel(QAbstractListModel):
         self._pump = None
         self._proc_id = proc_id
         self._buf.reset()
-        self._partial = None
-        self._cursor = self._newest = 0
-        self._reading = self._backlog = False
+        self._render.forget()  # the numbers start over
         proc = self._find_proc()
+        self._reader.start(proc)
         if proc is not None:
             self._pump = self._lifeline.hold(
                 EventPump(self._sup, scope_pattern(proc.session, proc.agent), self._on_events)
             )
-            self._reading = True
-            self._cursor = max(0, proc.last_seq - self._buf.max_lines)
             # All at once: the view opens on the tail, not on a growing head.
             self._read(limit=None)
             self._buf.drop_front(self._buf.held_count - self._buf.max_lines)
@@ -328,8 +318,7 @@ class OutputModel(QAbstractListModel):
         return self._buf.filtering
 
     def _get_earlier_lines(self) -> int:
-        # seq counts every line of the proc from 1, across both streams.
-        return self._buf.first_seq() - 1 if self._buf.held_count else self._cursor
+        return self._reader.earlier_lines
 
     def _refilter(self) -> None:
         """Apply the filter properties: one reset, then the scan goes on frame by frame."""
@@ -342,9 +331,9 @@ class OutputModel(QAbstractListModel):
             return  # keep showing what the last valid filter showed
         set_stored(self, "_filter_error", "", OutputModel.filterErrorChanged)
         counts = self._counts()
-        marking = self._marker is not None
+        marking = self._render.marker is not None
         self.beginResetModel()
-        self._marker = marker
+        self._render.set_marker(marker)
         self._buf.set_filter(matcher)
         self._buf.scan(FILTER_BUDGET)
         self._count = self._buf.row_count
@@ -357,15 +346,15 @@ class OutputModel(QAbstractListModel):
 
     def _restyle(self) -> None:
         """Apply darkBackground, showTimes or a colour: every line is drawn anew."""
-        self._palette = ansi.DARK_PALETTE if self._dark else ansi.LIGHT_PALETTE
+        self._render.restyle(show_times=self._show_times, dark=self._dark, colors=self._css)
         rows = self._count
         if rows:
             self.dataChanged.emit(self.index(0), self.index(rows - 1), _STYLE_ROLES)
-        if self._partial is not None:
+        if self._reader.partial is not None:
             self.partialChanged.emit()
 
     def _get_marking(self) -> bool:
-        return self._marker is not None
+        return self._render.marker is not None
 
     def _get_current(self) -> int:
         return self._current
@@ -376,7 +365,8 @@ class OutputModel(QAbstractListModel):
         old, self._current = self._current, row
         if row == old:
             return
-        if self._marker is not None:
+        self._render.set_current(row)
+        if self._render.marker is not None:
             for changed in (old, row):
                 if 0 <= changed < self._count:
                     index = self.index(changed)
@@ -396,26 +386,20 @@ class OutputModel(QAbstractListModel):
         self._restyle()
 
     def _get_partial_text(self) -> str:
-        partial = self._partial
+        partial = self._reader.partial
         return "" if partial is None else ansi.strip_ansi(partial.text)
 
     def _get_partial_styled(self) -> str:
-        partial = self._partial
-        if partial is None:
-            return ""
-        html = self._styled(partial.text, ansi.strip_ansi(partial.text), -1, partial.time)
-        # A prompt's last space is where the answer goes: keep it (HTML drops it).
-        return html[:-1] + "&nbsp;" if html.endswith(" ") else html
+        return self._render.partial(self._reader.partial)
 
     def _get_partial_is_stderr(self) -> bool:
-        return self._partial is not None and self._partial.stream is Stream.STDERR
+        partial = self._reader.partial
+        return partial is not None and partial.stream is Stream.STDERR
 
-    def _set_partial(self, partial: Line | None) -> None:
-        old = self._partial
-        self._partial = partial
-        if (old and (old.text, old.stream, old.time)) != (
-            partial and (partial.text, partial.stream, partial.time)
-        ):
+    def _partial_moved(self, old: Line | None) -> None:
+        """Tell views if the unfinished line is not ``old`` any more."""
+        new = self._reader.partial
+        if (old and (old.text, old.stream, old.time)) != (new and (new.text, new.stream, new.time)):
             self.partialChanged.emit()
 
     procId = qt_property(int, _get_proc_id, _set_proc_id, notify=procIdChanged)
@@ -495,16 +479,11 @@ class OutputModel(QAbstractListModel):
             return PLAIN_TEXT if role == OutputRole.SHOWN_FORMAT else empty_data(role)
         match role:
             case OutputRole.SHOWN:
-                raw = buf.raw(pos)
-                if self._drawn_plain(pos, raw):
-                    return raw
-                return self._styled(raw, pos, row, buf.time(pos))
+                return self._render.shown(buf, pos, row)[0]
             case OutputRole.SHOWN_FORMAT:
-                if self._drawn_plain(pos, buf.raw(pos)):
-                    return PLAIN_TEXT
-                return RICH_TEXT if self._marker is not None else STYLED_TEXT
+                return self._render.shown(buf, pos, row)[1]
             case OutputRole.STYLED:
-                return self._styled(buf.raw(pos), pos, row, buf.time(pos))
+                return self._render.styled_at(buf, pos, row)
             case OutputRole.IS_STDERR:
                 return buf.is_stderr(pos)
             case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
@@ -521,32 +500,6 @@ class OutputModel(QAbstractListModel):
                 return buf.held(pos)[4]
             case _:
                 return empty_data(role)
-
-    def _drawn_plain(self, pos: int, raw: str) -> bool:
-        """True if the line at ``pos`` is drawn as plain text: nothing to mark,
-        no time before it, no escape sequence, control character or tab (the
-        styled HTML expands tabs to the terminal's columns)."""
-        return (
-            self._marker is None
-            and not self._show_times
-            and "\t" not in raw
-            and self._buf.is_plain(pos)
-        )
-
-    def _styled(self, text: str, plain: str | int, row: int, when: float) -> str:
-        """The ``styled`` HTML of a line: its raw ``text``; ``plain``, its stripped
-        text or its position in the buffer; ``row`` (-1: not a row)."""
-        marker = self._marker
-        if marker is None:
-            html = ansi.to_html(text, self._palette)
-        else:
-            if isinstance(plain, int):
-                plain = self._buf.text(plain)
-            color = self._css["currentMatch" if row == self._current else "match"]
-            html = highlight.marked_html(text, marker(plain), color, self._palette)
-        if self._show_times:
-            return highlight.time_html(time_text(when, millis=True), self._css["time"]) + html
-        return html
 
     # -- slots -----------------------------------------------------------------
 
@@ -600,7 +553,7 @@ class OutputModel(QAbstractListModel):
         """Stop following the supervisor (the lines stay). Done on destruction too."""
         self._lifeline.close()
         self._pump = None
-        self._reading = False
+        self._reader.reading = False
         self._frame.stop()
         self._read_later.stop()
         self._show_later.stop()
@@ -613,10 +566,10 @@ class OutputModel(QAbstractListModel):
             self._schedule()
 
     def _pending(self) -> bool:
-        return self._backlog or self._buf.pending
+        return self._reader.backlog or self._buf.pending
 
     def _schedule(self) -> None:
-        if (self._pending() or self._reading) and not self._frame.isActive():
+        if (self._pending() or self._reader.reading) and not self._frame.isActive():
             self._frame.start(FRAME_MS)
 
     def _on_frame(self) -> None:
@@ -630,12 +583,12 @@ class OutputModel(QAbstractListModel):
         self._read_more()
 
     def _read_more(self) -> None:
-        newest, limit = self._newest, self._read_limit()
+        newest, limit = self._reader.newest, self._read_limit()
         self._frame_got += self._read(limit=limit)
         if not self._frame_reads:  # what came since the last frame
-            self._arrived = self._newest - newest
+            self._arrived = self._reader.newest - newest
         self._frame_reads += 1
-        if self._backlog and self._frame_reads < FRAME_READS and self._arrived < limit:
+        if self._reader.backlog and self._frame_reads < FRAME_READS and self._arrived < limit:
             self._read_later.start()
         else:
             self._show_later.start()
@@ -653,54 +606,20 @@ class OutputModel(QAbstractListModel):
 
     def _read_limit(self) -> int:
         """The lines this frame reads: as many as fit FRAME_READ_BUDGET lately."""
-        cost = self._line_cost
+        cost = self._reader.line_cost
         fit = int(FRAME_READ_BUDGET / cost) if cost > 0 else FRAME_READ_LIMIT
         return max(FRAME_READ_MIN, min(FRAME_READ_LIMIT, fit))
 
     def _read(self, limit: int | None) -> int:
         """Take new lines from the supervisor into the buffer (no rows yet); how many."""
-        self._backlog = False
-        if not self._reading:
-            return 0
-        started = time.perf_counter()
-        try:
-            newest = self._newest = self._sup.get(self._proc_id).last_seq
-            if newest - self._cursor > self._buf.max_lines:
-                # Lines this far behind would be trimmed as soon as they came in:
-                # skip to the newest maxLines (the log file keeps everything).
-                self._cursor = newest - self._buf.max_lines
-            batch = self._sup.read_runs(
-                self._proc_id, since=self._cursor, limit=limit, partial=True
-            )
-        except ProcNotFound:  # dismissed: what we hold stays on screen
-            self._stop_following()
-            return 0
-        runs = batch.runs
-        # Unfinished lines come last (a run each), and only in a read that reached
-        # the end; the cursor stays before them: the next read has them again, or
-        # their end.
-        complete = len(runs)
-        while complete and runs[complete - 1].partial:
-            complete -= 1
-        self._set_partial(next(runs[-1].lines()) if complete < len(runs) else None)
-        if complete < len(runs):
-            runs = runs[:complete]
-        self._buf.extend_runs(runs)
-        got = sum(len(run.texts) for run in runs)
-        if got >= 100:
-            cost = (time.perf_counter() - started) / got
-            self._line_cost = cost if not self._line_cost else 0.8 * self._line_cost + 0.2 * cost
-        self._cursor = batch.cursor
-        self._backlog = limit is not None and got >= limit
-        if batch.eof:  # both pipes closed and all read: nothing more will come
-            self._stop_following()
+        partial = self._reader.partial
+        got = self._reader.read(limit)
+        self._partial_moved(partial)
+        if not self._reader.reading and self._pump is not None:
+            # Its output ended, or it was dismissed: nothing more will come.
+            self._lifeline.release(self._pump)
+            self._pump = None
         return got
-
-    def _stop_following(self) -> None:
-        self._reading = False
-        self._set_partial(None)
-        self._lifeline.release(self._pump)
-        self._pump = None
 
     def _update_rows(self, scan: bool) -> None:
         """Drop the oldest lines beyond maxLines and (with ``scan``) make rows of
@@ -718,6 +637,7 @@ class OutputModel(QAbstractListModel):
         moved = shift > 0 and self._current >= 0
         if moved:
             self._current = max(self._current - shift, -1)
+            self._render.set_current(self._current)
         # The buffer has changed already; views learn it in order: the count
         # at the end first, then what the rows that stay show now.
         if new > old:
