@@ -31,6 +31,7 @@ __all__ = [
     "check_timeout",
     "excerpt",
     "line_matcher",
+    "probe",
     "run_check",
 ]
 
@@ -71,7 +72,7 @@ async def run_check(ready: Ready, child: Child) -> bool:
     """Poll a port or command check until it passes (True) or the proc exits
     (False). Line checks are ``wait_for``'s job."""
     while child.proc.exit is None:
-        if await _probe(ready):
+        if await probe(ready):
             return True
         exit_fut = asyncio.shield(child.exit_fut)
         with contextlib.suppress(TimeoutError):
@@ -79,7 +80,8 @@ async def run_check(ready: Ready, child: Child) -> bool:
     return False
 
 
-async def _probe(ready: Ready) -> bool:
+async def probe(ready: Ready) -> bool:
+    """One look at a port or command check: True if it passes now."""
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     assert ready.command is not None

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ._command import Condition, Dependency
 from ._text import escape_controls
 from ._types import Phase
-from ._workspace import Condition, Dependency
 
 __all__ = ["CommandState", "commands_table", "idx_rows"]
 

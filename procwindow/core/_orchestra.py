@@ -3,10 +3,15 @@ allow, are probed for liveness, restart by their policy with backoff, and stop
 dependents first.
 
 Each command has one driver task: it waits for its dependencies, spawns, waits
-for the exit (while a readiness watcher and a liveness prober run beside it),
-and decides whether to start again. Every change of a command's state is
-published on the supervisor's event hub as a ``phase`` event of the command's
-scope, and wakes the drivers that wait for it; nothing polls.
+for the exit (while a readiness watcher and a liveness prober, :mod:`._liveness`,
+run beside it), and asks the restart policy (:mod:`._restart`) whether to start
+again. Every change of a command's state is published on the supervisor's event
+hub as a ``phase`` event of the command's scope, and wakes the drivers that
+wait for it; nothing polls.
+
+The runtime sits between the data (:mod:`._workspace`, :mod:`._command`) and
+the supervisor: it sees a supervisor as :class:`RunHost`, and hands itself to
+``Workspace.start`` (``use_runtime``) when imported.
 """
 
 from __future__ import annotations
@@ -15,40 +20,31 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from ._agent import _probe as probe_once
+from ._command import Dependency, WorkspaceConflict, WorkspaceNotFound
 from ._command_state import CommandState, commands_table, idx_rows
-from ._errors import (
-    NoMatch,
-    NotReady,
-    ProcNotFound,
-    ProcwindowError,
-    SupervisorClosed,
-)
-from ._proc import Proc, format_cmd
-from ._ready import check_timeout
-from ._types import EventKind, ExitInfo, ExitReason, Phase
-from ._workspace import (
-    Command,
-    Condition,
-    Dependency,
-    RestartPolicy,
-    Workspace,
-    WorkspaceConflict,
-    WorkspaceNotFound,
-)
+from ._errors import NotReady, ProcNotFound, ProcwindowError, SupervisorClosed
+from ._liveness import Probed, probe_liveness
+from ._proc import Proc
+from ._ready import Ready, check_timeout
+from ._restart import decide
+from ._slot import FINAL, Slot, verdict
+from ._types import EventKind, ExitInfo, Phase
+from ._workspace import Host, Workspace, use_runtime
 
 if TYPE_CHECKING:
-    from ._supervisor import Supervisor
+    from ._events import EventHub
 
 __all__ = [
     "CommandState",
+    "RunHost",
     "WorkspaceRun",
     "command_state",
     "commands_table",
     "idx_rows",
+    "launch",
     "run_of",
 ]
 
@@ -59,10 +55,42 @@ log = logging.getLogger("procwindow")
 #: longer, and the supervisor's close deals with it).
 STOP_SLACK = 1.0
 
-#: Phases after which a command starts no more.
-_FINAL = frozenset({Phase.SKIPPED, Phase.STOPPED, Phase.COMPLETED, Phase.FAILED})
-#: Exit reasons of a stop somebody asked for (term, kill, interrupt).
-_ASKED = frozenset({ExitReason.TERMINATED, ExitReason.KILLED, ExitReason.ESCALATED})
+
+class RunHost(Probed, Protocol):
+    """What a run needs of its supervisor (a ``Supervisor``): to spawn, wait
+    and term (and probe, :class:`~._liveness.Probed`), its grace, its event
+    hub, and its list of runs, which a run joins at its start and leaves at its
+    end (the supervisor's ``close()`` stops those on it)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    @property
+    def _closing(self) -> bool: ...
+
+    @property
+    def graceful_timeout(self) -> float: ...
+
+    @property
+    def _events(self) -> EventHub: ...
+
+    @property
+    def _workspaces(self) -> list[WorkspaceRun]: ...
+
+    async def spawn(
+        self,
+        argv: Sequence[str] | None = None,
+        *,
+        session: str,
+        agent: str,
+        tool: str,
+        cwd: str | None,
+        env: Mapping[str, str] | None,
+        graceful_timeout: float | None,
+        ready: Ready | None,
+    ) -> Proc: ...
+
+    async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo: ...
 
 
 async def _sleep_until(when: float) -> None:
@@ -73,67 +101,12 @@ async def _sleep_until(when: float) -> None:
         await asyncio.sleep(left)
 
 
-def _ended(info: ExitInfo) -> str:
-    sig = f", signal {info.signal}" if info.signal is not None else ""
-    return f"exited with code {info.code} ({info.reason.value}{sig})"
-
-
 class _About(NamedTuple):
     """What a phase event is about: the command's latest proc (0: none yet) and scope."""
 
     id: int
     session: str
     agent: str
-
-
-class _Slot:
-    """The mutable state of one command while its workspace runs (private)."""
-
-    __slots__ = (
-        "check_gave_up",
-        "detail",
-        "ever_ready",
-        "first_step",
-        "last_exit",
-        "name",
-        "next_attempt_at",
-        "phase",
-        "proc",
-        "restart_asked",
-        "restarts",
-        "runs",
-        "spec",
-        "streak",
-        "task",
-        "unhealthy",
-        "waiting_for",
-    )
-
-    def __init__(self, spec: Command) -> None:
-        assert spec.name is not None  # Workspace names every command
-        self.spec = spec
-        self.name = spec.name
-        self.phase = Phase.WAITING if spec.depends_on else Phase.STARTING
-        # Empty, so that the first look at the dependencies announces what it waits for.
-        self.waiting_for: tuple[Dependency, ...] = ()
-        self.proc: Proc | None = None
-        self.runs: list[int] = []
-        self.restarts = 0
-        self.streak = 0  # restarts in the current crash loop
-        self.next_attempt_at: float | None = None
-        self.detail: str | None = None
-        self.ever_ready = False
-        self.check_gave_up = False
-        self.unhealthy = False
-        self.last_exit: ExitInfo | None = None
-        self.restart_asked = False  # a person asked for a restart: the next exit is no stop
-        self.task: asyncio.Task[None] | None = None
-        self.first_step: asyncio.Future[None] | None = None
-
-    def stepped(self) -> None:
-        """Its first step is done: it started, waits, or was settled."""
-        if self.first_step is not None and not self.first_step.done():
-            self.first_step.set_result(None)
 
 
 class WorkspaceRun:
@@ -151,16 +124,16 @@ class WorkspaceRun:
     its procs does it).
     """
 
-    def __init__(self, workspace: Workspace, supervisor: Supervisor) -> None:
+    def __init__(self, workspace: Workspace, supervisor: RunHost) -> None:
         self.workspace = workspace
         self.supervisor = supervisor
         self.name = workspace.title
-        self._slots = {c.name: _Slot(c) for c in workspace.commands if c.name is not None}
+        self._slots = {c.name: Slot(c) for c in workspace.commands if c.name is not None}
         self._dependents: dict[str, list[str]] = {name: [] for name in self._slots}
         for slot in self._slots.values():
             for dep in slot.spec.dependencies:
                 self._dependents[dep.name].append(slot.name)
-        self._by_proc: dict[int, _Slot] = {}  # every run of every command
+        self._by_proc: dict[int, Slot] = {}  # every run of every command
         self._waiters: list[asyncio.Future[None]] = []
         self._started = False
         self._stopped = False
@@ -184,39 +157,20 @@ class WorkspaceRun:
         slot = self._slots.get(name)
         if slot is None:
             raise WorkspaceNotFound("command", name, list(self._slots)[:10])
-        return self._snapshot(slot)
+        return slot.snapshot(self.name)
 
     def states(self) -> list[CommandState]:
         """Every command's state, in the workspace's order."""
-        return [self._snapshot(slot) for slot in self._slots.values()]
+        return [slot.snapshot(self.name) for slot in self._slots.values()]
 
     def state_of(self, proc_id: int) -> CommandState | None:
         """The state of the command that ran proc ``proc_id`` (any of its runs), or None."""
         slot = self._by_proc.get(proc_id)
-        return self._snapshot(slot) if slot is not None else None
+        return slot.snapshot(self.name) if slot is not None else None
 
     def procs(self) -> list[Proc]:
         """The latest proc of each command that started, in the workspace's order."""
         return [slot.proc for slot in self._slots.values() if slot.proc is not None]
-
-    def _snapshot(self, slot: _Slot) -> CommandState:
-        spec = slot.spec
-        return CommandState(
-            workspace=self.name,
-            name=slot.name,
-            session=spec.session,
-            agent=spec.agent,
-            tool=spec.tool,
-            cmd=format_cmd(spec.argv),
-            phase=slot.phase,
-            proc_id=slot.proc.id if slot.proc is not None else None,
-            runs=tuple(slot.runs),
-            depends_on=spec.dependencies,
-            waiting_for=slot.waiting_for if slot.phase is Phase.WAITING else (),
-            restarts=slot.restarts,
-            next_attempt_at=slot.next_attempt_at if slot.phase is Phase.RESTARTING else None,
-            detail=slot.detail,
-        )
 
     async def wait_started(self, timeout: float | None = None) -> None:
         """Wait until no command waits any more: each has started (once at
@@ -224,7 +178,7 @@ class WorkspaceRun:
         ``timeout`` seconds."""
 
         def settled() -> bool:
-            return all(s.runs or s.phase in _FINAL for s in self._slots.values())
+            return all(s.runs or s.phase in FINAL for s in self._slots.values())
 
         async with asyncio.timeout(check_timeout(timeout)):
             while not settled():
@@ -254,7 +208,7 @@ class WorkspaceRun:
         steps = [s.first_step for s in self._slots.values() if s.first_step is not None]
         await asyncio.gather(*(asyncio.shield(step) for step in steps))
 
-    async def _drive(self, slot: _Slot) -> None:
+    async def _drive(self, slot: Slot) -> None:
         """The life of one command: dependencies, then runs until it settles."""
         try:
             if not await self._wait_for_dependencies(slot):
@@ -266,28 +220,28 @@ class WorkspaceRun:
                     return
                 await _sleep_until(slot.next_attempt_at or 0.0)
         except SupervisorClosed:
-            if slot.phase not in _FINAL:
+            if slot.phase not in FINAL:
                 self._set(slot, Phase.STOPPED, detail="the supervisor is closing")
         except asyncio.CancelledError:
             raise
         except Exception as exc:
             log.exception("workspace %s: command %s failed", self.name, slot.name)
-            if slot.phase not in _FINAL:
+            if slot.phase not in FINAL:
                 self._set(slot, Phase.FAILED, detail=f"internal error: {exc}")
         finally:
             slot.stepped()
 
-    async def _wait_for_dependencies(self, slot: _Slot) -> bool:
+    async def _wait_for_dependencies(self, slot: Slot) -> bool:
         """Wait until every dependency's condition holds (True), or one of them
         can hold no more (False: the command is skipped, with the reason)."""
         while True:
             unmet = []
             for dep in slot.spec.dependencies:
-                verdict = self._verdict(dep)
-                if isinstance(verdict, str):
-                    self._set(slot, Phase.SKIPPED, detail=verdict)
+                holds = verdict(dep.condition, self._slots[dep.name])
+                if isinstance(holds, str):
+                    self._set(slot, Phase.SKIPPED, detail=holds)
                     return False
-                if not verdict:
+                if not holds:
                     unmet.append(dep)
             if not unmet:
                 return True
@@ -296,44 +250,7 @@ class WorkspaceRun:
             slot.stepped()
             await self._changed()
 
-    def _verdict(self, dep: Dependency) -> bool | str:
-        """Whether ``dep`` holds (True), may hold later (False), or never will
-        (why, for people)."""
-        d = self._slots[dep.name]
-        cond = dep.condition
-        settled = d.phase in _FINAL
-        if cond is Condition.STARTED:
-            if d.runs:
-                return True
-            return f"{d.name} never started ({self._why(d)})" if settled else False
-        if cond is Condition.READY:
-            if d.ever_ready:
-                return True
-            if d.check_gave_up:
-                return f"{d.name} never became ready: {d.detail}"
-            return f"{d.name} never became ready: {self._why(d)}" if settled else False
-        if cond is Condition.COMPLETED:
-            if d.phase in (Phase.COMPLETED, Phase.FAILED) and d.last_exit is not None:
-                return True
-            return f"{d.name} never ran to its end ({self._why(d)})" if settled else False
-        if d.phase is Phase.COMPLETED:
-            return True
-        return f"{d.name} did not complete successfully: {self._why(d)}" if settled else False
-
-    @staticmethod
-    def _why(d: _Slot) -> str:
-        """How a settled command ended, for a dependent's reason."""
-        if d.phase is Phase.SKIPPED:
-            return f"it was skipped ({d.detail})" if d.detail else "it was skipped"
-        if d.phase is Phase.STOPPED:
-            return "it was stopped"
-        if d.detail:
-            return d.detail
-        if d.last_exit is not None:
-            return f"it {_ended(d.last_exit)}"
-        return f"it is {d.phase.value}"
-
-    async def _spawn(self, slot: _Slot) -> Proc | None:
+    async def _spawn(self, slot: Slot) -> Proc | None:
         """Start a run of the command; None if it cannot be started (the reason
         is its detail)."""
         spec = slot.spec
@@ -368,7 +285,7 @@ class WorkspaceRun:
         slot.stepped()
         return proc
 
-    async def _watch(self, slot: _Slot, proc: Proc) -> ExitInfo:
+    async def _watch(self, slot: Slot, proc: Proc) -> ExitInfo:
         """Wait for the run's exit, watching its readiness and liveness meanwhile."""
         loop = asyncio.get_running_loop()
         helpers = []
@@ -383,7 +300,7 @@ class WorkspaceRun:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
 
-    async def _watch_ready(self, slot: _Slot, proc: Proc) -> None:
+    async def _watch_ready(self, slot: Slot, proc: Proc) -> None:
         try:
             await self.supervisor.wait_ready(proc.id)
         except NotReady as exc:
@@ -397,96 +314,43 @@ class WorkspaceRun:
         if slot.proc is proc and proc.exit is None:
             self._set(slot, Phase.READY)
 
-    async def _probe_liveness(self, slot: _Slot, proc: Proc) -> None:
-        """Probe the run every period once it is ready; terminate it after too
-        many failures in a row (its policy decides what follows)."""
+    async def _probe_liveness(self, slot: Slot, proc: Proc) -> None:
         live = slot.spec.liveness
         assert live is not None
-        sup = self.supervisor
-        if slot.spec.readiness is not None:
-            with contextlib.suppress(NotReady, ProcNotFound):
-                await sup.wait_ready(proc.id)  # a check that gave up: probe anyway
-        await asyncio.sleep(live.delay)
-        loop = asyncio.get_running_loop()
-        check = live.check
-        cursor = proc.last_seq
-        failures = 0
-        while proc.exit is None:
-            began = loop.time()
-            if check.line is not None:
-                try:
-                    line = await sup.wait_for(
-                        proc.id,
-                        check.line,
-                        regex=check.regex,
-                        stream=check.stream,
-                        since=cursor,
-                        timeout=live.period,
-                    )
-                    cursor = line.seq - 1 if line.partial else line.seq
-                    ok = True
-                except TimeoutError:
-                    ok = False
-                except (NoMatch, ProcNotFound):
-                    return  # it exited: the driver takes it from there
-            else:
-                try:
-                    ok = await asyncio.wait_for(probe_once(check), live.timeout)
-                except TimeoutError:
-                    ok = False
-            if proc.exit is not None:
-                return
-            failures = 0 if ok else failures + 1
-            if failures >= live.failures:
-                slot.unhealthy = True
-                times = "once" if failures == 1 else f"{failures} times in a row"
-                self._set(slot, slot.phase, detail=f"liveness ({live.describe()}) failed {times}")
-                with contextlib.suppress(ProcNotFound):
-                    await sup.term(proc.id)
-                return
-            await asyncio.sleep(max(0.0, live.period - (loop.time() - began)))
 
-    def _decide(self, slot: _Slot, info: ExitInfo | None) -> bool:
-        """After a run ended (``info``; None: it could not start), whether to
-        start again: a restart asked for, the policy, the stop's cause and the
-        crash loop's length decide. Sets the phase and, for a restart, its time."""
-        spec = slot.spec
-        if slot.restart_asked:
-            slot.restart_asked = False
-            slot.last_exit = info
-            slot.streak = 0  # asked for: no crash, a new loop begins
-            slot.restarts += 1
-            slot.next_attempt_at = time.time()
-            self._set(slot, Phase.RESTARTING, detail="restarted on request")
-            return True
-        if info is not None:
-            slot.last_exit = info
-            if info.reason in _ASKED and not slot.unhealthy:
-                self._set(slot, Phase.STOPPED, detail=f"stopped: it {_ended(info)}")
-                return False
-            if info.runtime >= spec.backoff.cap:
-                slot.streak = 0  # it ran long enough: a new loop begins
-            failure = slot.unhealthy or info.code != 0
-            why = slot.detail if slot.unhealthy and slot.detail else f"it {_ended(info)}"
-        else:
-            failure = True
-            why = slot.detail or "it could not start"
-        policy = spec.policy
-        wanted = policy is RestartPolicy.ALWAYS or (policy is RestartPolicy.ON_FAILURE and failure)
-        if wanted and slot.streak < spec.max_restarts:
-            delay = spec.backoff.delay(slot.streak)
-            slot.streak += 1
-            slot.restarts += 1
-            slot.next_attempt_at = time.time() + delay
-            self._set(slot, Phase.RESTARTING, detail=why)
-            return True
-        if wanted and spec.max_restarts:
-            times = "restart" if slot.streak == 1 else "restarts"
-            why = f"gave up after {slot.streak} {times} in a row: {why}"
-        self._set(
-            slot, Phase.FAILED if failure else Phase.COMPLETED, detail=why if failure else None
+        def failed(why: str) -> None:
+            slot.unhealthy = True
+            self._set(slot, slot.phase, detail=why)
+
+        await probe_liveness(
+            self.supervisor,
+            proc,
+            live,
+            after_ready=slot.spec.readiness is not None,
+            on_failure=failed,
         )
-        return False
+
+    def _decide(self, slot: Slot, info: ExitInfo | None) -> bool:
+        """After a run ended (``info``; None: it could not start), whether to
+        start again (the policy's ``decide``). Sets the phase and, for a
+        restart, its time."""
+        asked, slot.restart_asked = slot.restart_asked, False
+        decision = decide(
+            slot.spec,
+            info,
+            streak=slot.streak,
+            unhealthy=slot.unhealthy,
+            detail=slot.detail,
+            asked=asked,
+        )
+        if info is not None or asked:
+            slot.last_exit = info
+        slot.streak = decision.streak
+        if decision.restart:
+            slot.restarts += 1
+            slot.next_attempt_at = time.time() + decision.delay
+        self._set(slot, decision.phase, detail=decision.detail)
+        return decision.restart
 
     # -- restarting on request ---------------------------------------------------------
 
@@ -601,12 +465,14 @@ class WorkspaceRun:
         loop = asyncio.get_running_loop()
         done: dict[str, asyncio.Future[None]] = {s.name: loop.create_future() for s in slots}
 
-        async def stop_one(slot: _Slot) -> None:
+        async def stop_one(slot: Slot) -> None:
             try:
                 await asyncio.gather(*(done[d] for d in self._dependents[slot.name] if d in done))
                 proc = slot.proc
                 if proc is not None and proc.exit is None:
-                    grace = self.supervisor._grace(proc)
+                    grace = proc.graceful_timeout
+                    if grace is None:
+                        grace = self.supervisor.graceful_timeout
                     try:
                         await asyncio.wait_for(self.supervisor.term(proc.id), grace + STOP_SLACK)
                     except TimeoutError:
@@ -618,7 +484,7 @@ class WorkspaceRun:
                         )
                     except ProcNotFound:
                         pass
-                if slot.phase not in _FINAL:
+                if slot.phase not in FINAL:
                     self._set(slot, Phase.STOPPED, detail="stopped on request")
                 order.append(slot.name)
             finally:
@@ -638,7 +504,7 @@ class WorkspaceRun:
 
     def _set(
         self,
-        slot: _Slot,
+        slot: Slot,
         phase: Phase,
         *,
         waiting_for: tuple[Dependency, ...] | None = None,
@@ -683,7 +549,7 @@ class WorkspaceRun:
         await fut
 
 
-def run_of(supervisor: Supervisor, proc_id: int) -> tuple[WorkspaceRun, str] | None:
+def run_of(supervisor: Host[WorkspaceRun], proc_id: int) -> tuple[WorkspaceRun, str] | None:
     """The running workspace that ran ``proc_id``, and its command's name; or None."""
     for run in supervisor.workspaces:
         name = run.owns(proc_id)
@@ -692,7 +558,7 @@ def run_of(supervisor: Supervisor, proc_id: int) -> tuple[WorkspaceRun, str] | N
     return None
 
 
-def command_state(supervisor: Supervisor, proc_id: int) -> CommandState | None:
+def command_state(supervisor: Host[WorkspaceRun], proc_id: int) -> CommandState | None:
     """The workspace state of the command that ran ``proc_id`` on ``supervisor``
     (any of its runs), or None if no running workspace ran it.
 
@@ -705,3 +571,13 @@ def command_state(supervisor: Supervisor, proc_id: int) -> CommandState | None:
         if state is not None:
             return state
     return None
+
+
+async def launch(workspace: Workspace, supervisor: RunHost) -> WorkspaceRun:
+    """``Workspace.start``: a run of ``workspace`` on ``supervisor``, started."""
+    run = WorkspaceRun(workspace, supervisor)
+    await run.start()
+    return run
+
+
+use_runtime(launch)
