@@ -6,7 +6,7 @@ asserted; each mode prints medians, and ratios against a baseline measured in th
     QT_QPA_PLATFORM=offscreen python benchmarks/bench_sampler.py all
 
 ``sample``: a real Supervisor runs ``--procs`` ``sleep 3600`` children in one scope;
-a ProcModel shows them. Its 1 s timer handler (``_on_timer``: the runtime tick, then
+a ProcModel shows them. Its 1 s tick handler (``_on_timer``: the runtime tick, then
 one sample per running row in view through ``Supervisor.stats``, then the
 ``dataChanged`` it announces) is timed by hand, once with every row in view
 (``setVisibleRows(0, procs - 1)``) and once with ``--window`` rows in view, as the
@@ -55,6 +55,7 @@ import procwindow.qt  # registers the Sparkline type  # noqa: F401
 from procwindow._paths import qml_dir
 from procwindow.core import Supervisor
 from procwindow.qt import ProcModel
+from procwindow.qt._ticker import Ticker
 from procwindow.qt.sampler import HISTORY_LENGTH, Drawing, Trace
 
 SESSION, AGENT = "bench", "a"
@@ -87,8 +88,7 @@ async def _sample(procs: int, window: int, ticks: int) -> None:
             for _ in range(procs):
                 await sup.spawn(["sleep", "3600"], session=SESSION, agent=AGENT)
             spawned = time.perf_counter() - t0
-            model = ProcModel(sup, SESSION, AGENT)
-            model._timer.timeout.disconnect()  # ticks by hand
+            model = ProcModel(sup, SESSION, AGENT, ticker=Ticker(None))  # ticks by hand
             await asyncio.sleep(0.5)
             assert model.rowCount() == procs, model.rowCount()
             all_pids = [sup.get(model.procIdAt(r)).os_pid for r in range(procs)]

@@ -41,6 +41,7 @@ from PySide6.QtWidgets import QApplication
 
 from procwindow.core import ExitInfo, ExitReason, Pattern, ProcState, Subscription
 from procwindow.qt import ProcModel
+from procwindow.qt._ticker import Ticker
 from procwindow.qt.models.roles import RUNTIME_ROLES, ProcColumn
 
 QML = b"""
@@ -152,8 +153,7 @@ async def scenario(
 ) -> tuple[tuple[float, float], int]:
     clock = Clock()
     sup = FakeSupervisor(rows, running, clock)
-    model = ProcModel(sup, "bench")  # type: ignore[arg-type]
-    model._timer.stop()  # the benchmark ticks by hand
+    model = ProcModel(sup, "bench", ticker=Ticker(None))  # type: ignore[arg-type]  # ticks by hand
     view = QQuickView()
     view.rootContext().setContextProperty("procModel", model)
     view.rootContext().setContextProperty("useVisibleHint", hint)

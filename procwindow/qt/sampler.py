@@ -228,6 +228,18 @@ class RowSampler:
         """What ``proc_id`` was sampled, or None if never."""
         return self._histories.get(proc_id)
 
+    def drawing(self, proc_id: int, series: str) -> Drawing | None:
+        """The trace of ``proc_id``'s ``series`` (``"cpu"`` or ``"memory"``) as a
+        sparkline draws it, or None (never sampled, or no such series)."""
+        h = self._histories.get(proc_id)
+        if h is None:
+            return None
+        if series == "cpu":
+            return h.cpu_trace.runs, float(h.cpu_trace.last), h.cpu_top()
+        if series == "memory":
+            return h.rss_trace.runs, float(h.rss_trace.last), h.rss_top()
+        return None
+
     def sample(self, proc_ids: Iterable[int], *, ring: bool = True) -> list[int]:
         """Sample each of ``proc_ids``; return those sampled (a dismissed one is not).
 

@@ -15,6 +15,7 @@ from pytestqt.qtbot import QtBot
 
 from procwindow.core import Supervisor
 from procwindow.qt import ProcController, ProcModel, ProcRole
+from procwindow.qt._ticker import Ticker
 from procwindow.qt.models import VISIBLE_MARGIN
 from tests.core.helpers import IGNORES_TERM, py, until
 
@@ -257,13 +258,12 @@ def test_runtime_text_advances(sup: Supervisor, qrun: QRun) -> None:
 
 def test_stopping_shows_before_the_exit(tmp_path: Path, qrun: QRun) -> None:
     sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=1.0)
-    model = ProcModel(sup, "s1")
+    model = ProcModel(sup, "s1", ticker=Ticker(None))  # no tick: only events show a state
     controller = ProcController(sup)
 
     async def scenario() -> None:
         p = await sup.spawn(IGNORES_TERM, session="s1", agent="a1")
         await until(lambda: sup.read(p.id).lines, what="handler installed")
-        model._timer.timeout.disconnect()  # no tick: only the supervisor's event can show it
         controller.term(p.id)
         await until(
             lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "stopping",
@@ -430,7 +430,7 @@ def test_model_can_be_built_outside_a_coroutine(sup: Supervisor, qrun: QRun) -> 
 
 
 def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun) -> None:
-    model = ProcModel(sup, "s1", "a1")
+    model = ProcModel(sup, "s1", "a1", ticker=Ticker(None))  # no tick: only events show it
 
     async def scenario() -> None:
         p = await sup.spawn(
@@ -439,7 +439,6 @@ def test_stopping_shows_at_once_not_at_the_next_tick(sup: Supervisor, qrun: QRun
             agent="a1",
         )
         await until(lambda: model.rowCount() == 1 and sup.read(p.id).lines)
-        model._timer.timeout.disconnect()  # no tick: only the supervisor's event can show it
         term = asyncio.ensure_future(sup.term(p.id))
         await until(lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "stopping")
         await sup.kill(p.id)

@@ -12,6 +12,7 @@ from pytestqt.modeltest import ModelTester
 
 from procwindow.core import ProcStats, Supervisor
 from procwindow.qt import ProcModel, ProcRole
+from procwindow.qt._ticker import Ticker
 from procwindow.qt.models import proc as proc_module
 from procwindow.qt.models.roles import STATS_ROLES
 from procwindow.qt.sampler import (
@@ -105,8 +106,8 @@ def test_a_busy_child_shows_its_cpu_and_a_big_one_its_memory(
 def test_each_sample_adds_a_point_and_announces_the_stats_columns(
     sup: Supervisor, qrun: QRun
 ) -> None:
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()  # the test samples by hand
+    # The test samples by hand (a ticker that ticks only by hand).
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     procs = [qrun(sup.spawn(SLEEP, session="s", agent="a")) for _ in range(2)]
     qrun(until(lambda: model.rowCount() == 2))
     cpu, memory = model.columnNames.index("cpu"), model.columnNames.index("memory")
@@ -130,8 +131,7 @@ def test_each_sample_adds_a_point_and_announces_the_stats_columns(
 def test_rows_off_screen_are_not_sampled(sup: Supervisor, qrun: QRun) -> None:
     calls: list[int] = []
     sup.stats = counting(sup, calls)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     for _ in range(6):
         qrun(sup.spawn(SLEEP, session="s", agent="a"))
     qrun(until(lambda: model.rowCount() == 6))
@@ -160,8 +160,8 @@ def test_rows_off_screen_are_not_sampled(sup: Supervisor, qrun: QRun) -> None:
 def test_the_timer_samples_a_few_rows_per_turn_of_the_loop(sup: Supervisor, qrun: QRun) -> None:
     calls: list[int] = []
     sup.stats = counting(sup, calls)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()  # the test runs the timer's handler by hand
+    # The test runs the timer's handler by hand (a ticker that ticks only by hand).
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     for _ in range(SAMPLE_BATCH * 2 + 1):
         qrun(sup.spawn(SLEEP, session="s", agent="a"))
     qrun(until(lambda: model.rowCount() == SAMPLE_BATCH * 2 + 1))
@@ -199,8 +199,7 @@ def test_an_exited_row_is_no_longer_sampled_and_keeps_its_history(
 ) -> None:
     calls: list[int] = []
     sup.stats = counting(sup, calls)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     gone = qrun(sup.spawn(SLEEP, session="s", agent="a"))
     stays = qrun(sup.spawn(SLEEP, session="s", agent="a"))
     qrun(until(lambda: model.rowCount() == 2))
@@ -235,7 +234,7 @@ def test_nothing_is_sampled_once_nothing_runs(sup: Supervisor, qrun: QRun) -> No
     p = qrun(sup.spawn(["true"], session="s", agent="a"))
     qrun(sup.wait(p.id))
     qrun(until(lambda: value(model, p.id, ProcRole.STATUS) == "exited"))
-    assert not model._timer.isActive()
+    assert not model._ticker.has(model._on_timer)  # it no longer ticks
     model.sample()
     assert calls == []
     model.close()
@@ -331,8 +330,7 @@ def test_sorted_by_cpu_a_few_rows_off_screen_are_read_in_turn(
     monkeypatch.setattr(proc_module, "OFFSCREEN_SAMPLES", 2)
     calls: list[int] = []
     sup.stats = counting(sup, calls)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     for _ in range(6):
         qrun(sup.spawn(SLEEP, session="s", agent="a"))
     qrun(until(lambda: model.rowCount() == 6))

@@ -15,6 +15,7 @@ from pytestqt.qtbot import QtBot
 
 from procwindow.core import ProcStats, Supervisor
 from procwindow.qt import ProcModel, ProcRole, ProcTableStyle
+from procwindow.qt._ticker import Ticker
 from procwindow.qt.models import proc as proc_module
 from procwindow.qt.table import (
     MIN_COLUMN_WIDTHS,
@@ -76,8 +77,7 @@ def test_every_column_sorts_both_ways_and_ties_keep_the_default_order(
 ) -> None:
     load: dict[int, tuple[float, int]] = {}
     sup.stats = fake_stats(sup, load)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s")
-    model._timer.timeout.disconnect()
+    model = ProcModel(sup, "s", ticker=Ticker(None))
     qtmodeltester.check(model)
 
     async def spawn_all() -> list[int]:
@@ -173,8 +173,7 @@ def test_the_order_holds_while_the_pointer_is_over_the_rows(
     monkeypatch.setattr(proc_module, "REORDER_QUIET_MS", 100)
     load: dict[int, tuple[float, int]] = {}
     sup.stats = fake_stats(sup, load)  # type: ignore[method-assign]
-    model = ProcModel(sup, "s", "a")
-    model._timer.timeout.disconnect()
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
     qtmodeltester.check(model)
     x, y, z = (qrun(sup.spawn(SLEEP, session="s", agent="a")).id for _ in range(3))
     qrun(until(lambda: model.rowCount() == 3))

@@ -1,5 +1,8 @@
 """The roles and columns of the three models, and the index types they share.
 
+The process table's columns are defined without Qt in ``columns`` (its rows
+are kept without Qt) and re-exported here.
+
 Roles are ``IntEnum`` members from ``Qt.UserRole + 1``; QML sees them by the
 camelCase names in each ``*_ROLE_NAMES`` table (a model's ``roleNames()``).
 """
@@ -10,12 +13,16 @@ import enum
 
 from PySide6.QtCore import QByteArray, QModelIndex, QPersistentModelIndex, Qt
 
+from .columns import AGENT_COLUMNS, COLUMN_TITLES, SESSION_COLUMNS, SORTABLE_COLUMNS, ProcColumn
+
 __all__ = [
     "AGENT_COLUMNS",
     "COLUMN_TITLES",
+    "COUNTDOWN_ROLES",
     "COUNT_ROLES",
     "DISPLAY",
     "OUTPUT_ROLE_NAMES",
+    "PHASE_ROLES",
     "PROC_ROLE_NAMES",
     "ROOT",
     "RUNTIME_ROLES",
@@ -76,6 +83,9 @@ class ProcRole(enum.IntEnum):
     SAMPLES = enum.auto()
     PHASE_TEXT = enum.auto()
     WORKSPACE_TIP = enum.auto()
+    STATUS_LABEL = enum.auto()
+    STATUS_TIP = enum.auto()
+    STATUS_TINT = enum.auto()
 
 
 PROC_ROLE_NAMES: dict[int, QByteArray] = {
@@ -111,54 +121,21 @@ PROC_ROLE_NAMES: dict[int, QByteArray] = {
     ProcRole.SAMPLES: QByteArray(b"samples"),
     ProcRole.PHASE_TEXT: QByteArray(b"phaseText"),
     ProcRole.WORKSPACE_TIP: QByteArray(b"workspaceTip"),
+    ProcRole.STATUS_LABEL: QByteArray(b"statusLabel"),
+    ProcRole.STATUS_TIP: QByteArray(b"statusTip"),
+    ProcRole.STATUS_TINT: QByteArray(b"statusTint"),
 }
 
-
-class ProcColumn(enum.StrEnum):
-    """The columns of the process table; the value is the ``columnName`` role."""
-
-    PID = "pid"
-    AGENT = "agent"
-    TOOL = "tool"
-    STATUS = "status"
-    RUNTIME = "runtime"
-    CPU = "cpu"
-    MEMORY = "memory"
-    ACTIONS = "actions"
-
-
-#: The header of each column.
-COLUMN_TITLES = {
-    ProcColumn.PID: "PID",
-    ProcColumn.AGENT: "Agent",
-    ProcColumn.TOOL: "Tool",
-    ProcColumn.STATUS: "Status",
-    ProcColumn.RUNTIME: "Runtime",
-    ProcColumn.CPU: "CPU",
-    ProcColumn.MEMORY: "Mem",
-    ProcColumn.ACTIONS: "Actions",
-}
-#: The columns of one agent's table.
-AGENT_COLUMNS = (
-    ProcColumn.PID,
-    ProcColumn.TOOL,
-    ProcColumn.STATUS,
-    ProcColumn.RUNTIME,
-    ProcColumn.CPU,
-    ProcColumn.MEMORY,
-    ProcColumn.ACTIONS,
-)
-#: The columns of a whole session's table: an Agent column after PID.
-SESSION_COLUMNS = (ProcColumn.PID, ProcColumn.AGENT, *AGENT_COLUMNS[1:])
-#: The columns a click on the header sorts by (every one but the actions).
-SORTABLE_COLUMNS = frozenset(ProcColumn) - {ProcColumn.ACTIONS}
 
 #: Roles that change when a proc changes state (stopping, exited).
 STATE_ROLES = [
     DISPLAY,
     ProcRole.STATUS,
     ProcRole.STATUS_TEXT,
+    ProcRole.STATUS_LABEL,
+    ProcRole.STATUS_TIP,
     ProcRole.STATUS_COLOR,
+    ProcRole.STATUS_TINT,
     ProcRole.EXIT_CODE,
     ProcRole.EXIT_REASON,
     ProcRole.RUNTIME,
@@ -171,6 +148,15 @@ STATE_ROLES = [
     ProcRole.MEMORY_TEXT,
     ProcRole.STATS_LIVE,
 ]
+#: Roles that change with what a workspace does with a proc (on the Status column).
+PHASE_ROLES = [
+    ProcRole.PHASE_TEXT,
+    ProcRole.WORKSPACE_TIP,
+    ProcRole.STATUS_LABEL,
+    ProcRole.STATUS_TIP,
+]
+#: Roles a restart's countdown changes every second (on the Status column).
+COUNTDOWN_ROLES = [ProcRole.PHASE_TEXT, ProcRole.STATUS_LABEL]
 #: Roles that change every second while a proc runs (on the Runtime column).
 RUNTIME_ROLES = [DISPLAY, ProcRole.RUNTIME, ProcRole.RUNTIME_TEXT]
 #: Roles that change when a running proc is sampled (on the CPU and Mem columns).
