@@ -91,9 +91,9 @@ class Ticker:
         self.now = time.time()
         self.count += 1
         self._samples.clear()
-        beats = [beat for w in self._beats if _alive(beat := w())]
+        beats = [beat for w in self._beats if (beat := _alive(w())) is not None]
         if len(beats) != len(self._beats):  # some were collected, or deleted by Qt
-            self._beats = [w for w in self._beats if _alive(w())]
+            self._beats = [w for w in self._beats if _alive(w()) is not None]
         if not beats:
             self._stop()
         for beat in beats:
@@ -122,13 +122,11 @@ class Ticker:
         self._samples.clear()
 
 
-def _alive(beat: Callable[[], None] | None) -> bool:
-    """A subscriber that can still be called: not collected, and its QObject (a
-    model deleted by its parent or by ``deleteLater``) not deleted."""
-    if beat is None:
-        return False
+def _alive(beat: Callable[[], None] | None) -> Callable[[], None] | None:
+    """``beat`` if it can still be called: not collected, and its QObject (a
+    model deleted by its parent or by ``deleteLater``) not deleted; else None."""
     owner = getattr(beat, "__self__", None)
-    return not isinstance(owner, QObject) or shiboken6.isValid(owner)
+    return None if isinstance(owner, QObject) and not shiboken6.isValid(owner) else beat
 
 
 _shared: Ticker | None = None
