@@ -1,6 +1,9 @@
-"""The agent layer: readiness checks, line matching, and excerpts sized for a
+"""The agent layer: running readiness checks, and excerpts sized for a
 context window. Built on the supervisor's public reads and a child's wake-ups
-(waiting for a line or for readiness: ``_waiting``)."""
+(waiting for a line or for readiness: ``_waiting``).
+
+What a check is (``Ready``) is data of :mod:`._ready`, and line matching is
+:mod:`._match`'s; both are re-exported here for older imports."""
 
 from __future__ import annotations
 
