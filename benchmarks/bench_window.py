@@ -221,7 +221,7 @@ class PaneProbe(QObject):
         model._update_rows = self._rows_step  # type: ignore[method-assign]
         self._read_more = model._read_later._slot
         model._read_later._slot = self._more
-        self._stick_later = window_model(window)._stick_later
+        self._stick_later = window_model(window)._pane._stick_later
         self._stick = self._stick_later._slot
         self._stick_later._slot = self._follow
 

@@ -22,6 +22,7 @@ __all__ = [
     "Later",
     "Lifeline",
     "connect_all",
+    "constant_property",
     "current_loop",
     "default_supervisor",
     "empty_data",
@@ -92,6 +93,15 @@ def stored_property(
     if writable:
         return Property(type_, fget, fset, notify=notify)  # type: ignore[arg-type]
     return Property(type_, fget, notify=notify)  # type: ignore[arg-type]
+
+
+def constant_property(type_: type, attr: str) -> Any:
+    """A constant Qt ``Property`` that reads ``self.<attr>`` (an object a view-model
+    made or was given: its models, its forms)::
+
+        outputModel = constant_property(OutputModel, "_output")
+    """
+    return Property(type_, lambda self: getattr(self, attr), constant=True)
 
 
 def scope_properties(session_changed: Signal, agent_changed: Signal) -> tuple[str, str]:

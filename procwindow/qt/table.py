@@ -26,6 +26,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtQml import QmlElement
 
 from ._support import stored_property
+from .models._proc_cells import status_tint
 from .models.format import status_texts
 
 __all__ = [
@@ -185,19 +186,6 @@ def widest_status(font: QFont) -> float:
     if width is None:
         width = _widest_status[key] = widest_text(font, status_texts())
     return width
-
-
-def status_tint(base: QColor) -> QColor:
-    """A status colour (ProcModel's ``statusColor``) lifted for text on the dark theme.
-
-    The hue stays, saturation drops by 15 %, lightness rises to at least 62 %.
-    """
-    return QColor.fromHslF(
-        max(0.0, base.hslHueF()),
-        min(1.0, base.hslSaturationF() * 0.85),
-        max(base.lightnessF(), 0.62),
-        1.0,
-    )
 
 
 @QmlElement
