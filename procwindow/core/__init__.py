@@ -8,6 +8,7 @@ from ._errors import (
     CommandNotFound,
     CwdMissing,
     InvalidArgv,
+    InvalidField,
     InvalidPattern,
     InvalidScope,
     NoMatch,
@@ -19,9 +20,11 @@ from ._errors import (
     SpawnFailed,
     StdinClosed,
     SupervisorClosed,
+    Timeout,
     UnsafePath,
     UnsupportedPlatform,
     WrongLoop,
+    error_class,
 )
 from ._events import Subscription
 from ._interface import SupervisorAPI
@@ -109,6 +112,7 @@ __all__ = [
     "ExitInfo",
     "ExitReason",
     "InvalidArgv",
+    "InvalidField",
     "InvalidPattern",
     "InvalidScope",
     "InvalidWorkspace",
@@ -143,6 +147,7 @@ __all__ = [
     "Supervisor",
     "SupervisorAPI",
     "SupervisorClosed",
+    "Timeout",
     "UnsafePath",
     "UnsupportedPlatform",
     "Workspace",
@@ -154,6 +159,7 @@ __all__ = [
     "command_argv",
     "command_state",
     "count_scopes",
+    "error_class",
     "format_runtime",
     "scope_pattern",
     "topic_token",

@@ -29,7 +29,6 @@ __all__ = [
     "MARKER_KEY",
     "Started",
     "check_cwd",
-    "check_env",
     "child_env",
     "exec_path",
     "os_error_text",
@@ -63,21 +62,6 @@ def check_cwd(cwd: str | os.PathLike[str] | None) -> str | None:
     if not os.path.isdir(path):
         raise CwdMissing(path, "not a directory")
     return path
-
-
-def check_env(env: Mapping[str, str | None] | None) -> dict[str, str | None] | None:
-    if env is None:
-        return None
-    out: dict[str, str | None] = {}
-    for key, value in env.items():
-        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
-            raise InvalidArgv(f"invalid environment variable name: {key!r}")
-        if value is not None and not isinstance(value, str):
-            raise InvalidArgv(f"environment variable {key} must be a str or None, got {value!r}")
-        if value is not None and "\0" in value:
-            raise InvalidArgv(f"environment variable {key} contains a NUL byte: {value!r}")
-        out[key] = value
-    return out
 
 
 #: The environment as it was when ``_inherited`` last copied it (bytes, as the

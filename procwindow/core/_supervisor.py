@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from . import _agent, _spawn, _stdin, _waiting
+from . import _agent, _spawn, _stdin, _waiting, spec
 from ._agent import Excerpt
 from ._archive import (
     DEFAULT_HISTORY_AGE,
@@ -31,6 +31,7 @@ from ._errors import (
     ProcNotFound,
     ProcRunning,
     SupervisorClosed,
+    Timeout,
     WrongLoop,
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
@@ -45,7 +46,7 @@ from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
 from ._search import Matcher, SearchHit, search_procs
 from ._signals import TreeSignals
-from ._spawn import check_cwd, check_env, resolve
+from ._spawn import check_cwd, resolve
 from ._starter import Starter
 from ._statefile import StateFile, recover_leftovers
 from ._tree import FRESH_TTL, SNAPSHOT_TTL
@@ -66,10 +67,8 @@ from .rules import (
     DEFAULT_GRACEFUL_TIMEOUT,
     DEFAULT_TOOL,
     check_graceful_timeout,
-    check_scope_name,
-    check_tool,
-    command_argv,
 )
+from .spec import MAX_ID
 
 if TYPE_CHECKING:
     from ._orchestra import WorkspaceRun
@@ -448,18 +447,31 @@ class Supervisor:
         run = self._bind_loop()
         if self._closing or self._closed:
             raise SupervisorClosed("this supervisor is closing")
-        args = command_argv(argv, shell)
-        check_scope_name("session", session)
-        check_scope_name("agent", agent)
-        check_tool(tool)
+        values = spec.check(
+            "run",
+            argv=argv,
+            shell=shell,
+            session=session,
+            agent=agent,
+            tool=tool,
+            cwd=None if cwd is None else os.fspath(cwd),
+            env=env,
+            graceful_timeout=graceful_timeout,
+            timeout=timeout,
+            merge_stderr=merge_stderr,
+            stdin=stdin,
+            ready=ready,
+            reuse=reuse,
+        )
+        args = values["argv"]
         cwd_s = check_cwd(cwd)
-        overrides = check_env(env)
-        grace = None if graceful_timeout is None else check_graceful_timeout(graceful_timeout)
+        overrides = values["env"]
+        grace = values["graceful_timeout"]
         options = SpawnOptions(
-            timeout=_agent.check_timeout(timeout),
-            merge_stderr=bool(merge_stderr),
-            stdin=bool(stdin),
-            ready=Ready.of(ready) if ready is not None else None,
+            timeout=values["timeout"],
+            merge_stderr=values["merge_stderr"],
+            stdin=values["stdin"],
+            ready=values["ready"],
         )
         if reuse:
             for child in reversed(self._children.values()):
@@ -661,6 +673,15 @@ class Supervisor:
         supervisor's (live ones as they are now), dismissed ones, earlier runs'
         and other supervisors'. ``since`` is a start time (epoch seconds).
         Empty when history is off."""
+        spec.check(
+            "history",
+            session=session,
+            agent=agent,
+            tool=tool,
+            reason=reason,
+            since=since,
+            limit=limit,
+        )
         rows = self._archive.rows(
             session=session,
             agent=agent,
@@ -710,12 +731,20 @@ class Supervisor:
         next read returns it again, completed or changed. ``stream`` keeps
         only that stream's lines; the cursor still moves past the other's.
         """
-        want = Stream(stream) if stream is not None else None
+        want = self._read_args(proc_id, since, limit, stream, partial)
         child = self._live(proc_id)
         if child is None:
             return self._archive.read_past(self._id(proc_id), since, limit, want)
         batch = self._archive.read_child(child, since, limit, want)
         return child.with_partials(batch, limit, want) if partial else batch
+
+    @staticmethod
+    def _read_args(
+        proc_id: int, since: int, limit: int | None, stream: Stream | str | None, partial: bool
+    ) -> Stream | None:
+        """Check a read's arguments as ``out`` takes them; the stream wanted."""
+        spec.check("out", proc=proc_id, since=since, limit=limit, stream=stream, partial=partial)
+        return Stream(stream) if stream is not None else None
 
     def read_runs(
         self,
@@ -734,7 +763,7 @@ class Supervisor:
         Same arguments, same ``dropped``, ``cursor`` and ``eof``;
         ``read_runs(...).lines() == read(...).lines``.
         """
-        want = Stream(stream) if stream is not None else None
+        want = self._read_args(proc_id, since, limit, stream, partial)
         child = self._live(proc_id)
         if child is None:
             return RunBatch.of(self._archive.read_past(self._id(proc_id), since, limit, want))
@@ -788,7 +817,8 @@ class Supervisor:
 
     @staticmethod
     def _id(proc_id: object) -> int:
-        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or proc_id < 1:
+        # Past SQLite's 64-bit integers there is no proc either (not an overflow).
+        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or not 1 <= proc_id <= MAX_ID:
             raise ProcNotFound(proc_id)  # type: ignore[arg-type]
         return proc_id
 
@@ -798,13 +828,19 @@ class Supervisor:
         ``timeout``: raise TimeoutError after that many seconds; the proc is
         left alone (it keeps running). A past id returns its recorded exit.
         """
+        limit = spec.check("wait", proc=proc_id, timeout=timeout)["timeout"]
         child = self._live(proc_id)
         if child is None:
             past = self._archive.past(self._id(proc_id))
             if past.exit is None:
                 raise ProcRunning(proc_id)
             return past.exit
-        return await child.until_exit(None if timeout is None else _agent.check_timeout(timeout))
+        try:
+            return await child.until_exit(limit)
+        except Timeout:
+            raise
+        except TimeoutError:
+            raise Timeout.waiting(proc_id, limit or 0.0, "did not exit") from None
 
     # -- the agent layer -------------------------------------------------------
 
@@ -828,15 +864,33 @@ class Supervisor:
         matching line, TimeoutError after ``timeout`` seconds (the proc is left
         alone), InvalidPattern for a bad pattern.
         """
-        return await _waiting.wait_for(
-            self._procs(),
-            proc_id,
-            pattern,
+        args = spec.check(
+            "wait_for",
+            proc=proc_id,
+            pattern=pattern,
             regex=regex,
             stream=stream,
             since=since,
             timeout=timeout,
         )
+        try:
+            return await _waiting.wait_for(
+                self._procs(),
+                proc_id,
+                pattern,
+                regex=args["regex"],
+                stream=args["stream"],
+                since=args["since"],
+                timeout=args["timeout"],
+            )
+        except Timeout:
+            raise
+        except TimeoutError:
+            raise Timeout(
+                proc_id,
+                args["timeout"] or 0.0,
+                f"proc {proc_id}: no line matched {pattern!r} within {args['timeout']:g} s",
+            ) from None
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc:
         """Wait until the proc's readiness check passes (``spawn(ready=...)``);
@@ -846,7 +900,13 @@ class Supervisor:
         ``Ready.timeout``), TimeoutError after ``timeout`` seconds (the proc is
         left alone).
         """
-        return await _waiting.wait_ready(self._procs(), proc_id, timeout)
+        limit = spec.check("ready", proc=proc_id, timeout=timeout)["timeout"]
+        try:
+            return await _waiting.wait_ready(self._procs(), proc_id, limit)
+        except Timeout:
+            raise
+        except TimeoutError:
+            raise Timeout.waiting(proc_id, limit or 0.0, "was not ready") from None
 
     async def excerpt(
         self,
@@ -862,6 +922,7 @@ class Supervisor:
         between them, the whole at most ``max_bytes`` of text (fewer lines are
         shown rather than more bytes; over-long lines are clipped). Returns the
         cursor to continue from and, once it exited, the exit."""
+        spec.check("excerpt", proc=proc_id, head=head, tail=tail, max_bytes=max_bytes, since=since)
         return await _agent.excerpt(
             self._procs(), proc_id, head=head, tail=tail, max_bytes=max_bytes, since=since
         )
@@ -901,6 +962,17 @@ class Supervisor:
         after that time (epoch seconds). An async iterator: it streams, can be
         cancelled, and returns to the event loop every few milliseconds.
         Raises InvalidPattern at once for an empty pattern or a bad regex."""
+        spec.check(
+            "search",
+            pattern=pattern,
+            regex=regex,
+            case_sensitive=case_sensitive,
+            session=session,
+            agent=agent,
+            proc=proc,
+            since=since,
+            limit=limit,
+        )
         match = Matcher(pattern, regex=regex, case_sensitive=case_sensitive)
         return search_procs(
             self._children,

@@ -23,6 +23,7 @@ __all__ = [
     "CommandError",
     "ScopeCounts",
     "check_argv",
+    "check_env",
     "check_graceful_timeout",
     "check_scope_name",
     "check_tool",
@@ -181,6 +182,24 @@ def command_argv(argv: object = None, shell: object = None) -> tuple[str, ...]:
     if "\0" in shell:
         raise CommandError("shell", "contains a NUL byte")
     return (SHELL, "-c", shell)
+
+
+def check_env(env: object) -> dict[str, str | None] | None:
+    """``env`` as variables to add (a str) or remove (None), or InvalidArgv."""
+    if env is None:
+        return None
+    if not isinstance(env, Mapping):
+        raise InvalidArgv(f"env must be an object of strings, got {shown(env)}")
+    out: dict[str, str | None] = {}
+    for key, value in env.items():
+        if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+            raise InvalidArgv(f"invalid environment variable name: {key!r}")
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgv(f"environment variable {key} must be a str or None, got {value!r}")
+        if value is not None and "\0" in value:
+            raise InvalidArgv(f"environment variable {key} contains a NUL byte: {value!r}")
+        out[key] = value
+    return out
 
 
 # -- scopes ------------------------------------------------------------------

@@ -1,0 +1,941 @@
+"""One definition of every operation: its fields, their types, bounds, defaults and help.
+
+The library (:class:`~procwindow.core.Supervisor`), the control protocol, ``procwindow
+ctl``, the MCP tools, workspace files and docs/protocol.md all take the same values
+from users. Each :class:`Verb` here says, once, what an operation takes; each surface
+derives what it shows from it (ctl's options and their help, the MCP tools' input
+schemas, the protocol's field tables) and refuses a bad value through
+:meth:`Verb.check`, so the same input is refused the same way, with the same
+one-line :class:`~procwindow.core.InvalidField`, wherever it comes from. A drift test
+(tests/test_spec.py) holds every surface to this module.
+
+A verb is named as the protocol names it (``out``; the library's ``read``), a field
+as the request field and the library's keyword (``proc`` is the library's first
+positional ``proc_id``). ``cli`` is the spelling of ``procwindow ctl``; ``mcp`` the
+MCP tool's argument, which may be worded for a model and bounded tighter (a tool's
+result is capped), never looser.
+
+>>> VERBS["excerpt"].check({"proc": 3, "max_bytes": 512})["head"]
+20
+>>> VERBS["excerpt"].check({"proc": 3, "max_bytes": 0})
+Traceback (most recent call last):
+...
+procwindow.core._errors.InvalidField: max_bytes must be an integer of at least 256, got 0
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from ._errors import InvalidField, ProcwindowError
+from ._ready import Ready
+from ._types import ExitReason, Stream
+from .rules import (
+    DEFAULT_TOOL,
+    MAX_GRACEFUL_TIMEOUT,
+    check_argv,
+    check_env,
+    check_graceful_timeout,
+    check_scope_name,
+    check_tool,
+    command_argv,
+    shown,
+)
+
+__all__ = [
+    "MAX_EXCERPT_BYTES",
+    "MAX_EXCERPT_LINES",
+    "MAX_ID",
+    "MCP_MAX_WAIT",
+    "MCP_TEXT_CAP",
+    "MIN_EXCERPT_BYTES",
+    "OPS",
+    "VERBS",
+    "Field",
+    "Kind",
+    "Mcp",
+    "Verb",
+    "check",
+]
+
+#: The largest id a proc can have (SQLite's integers are 64-bit): larger is no proc.
+MAX_ID = 2**63 - 1
+#: What an MCP tool's result holds at most (bytes of text, roughly): its bounds keep to it.
+MCP_TEXT_CAP = 16 * 1024
+#: The longest an MCP tool waits (seconds): a client times its calls out sooner.
+MCP_MAX_WAIT = 3600
+#: Bounds of an excerpt: its text (bytes), and its head and tail lines together.
+MIN_EXCERPT_BYTES = 256
+MAX_EXCERPT_BYTES = 1024 * 1024
+MAX_EXCERPT_LINES = 10_000
+
+
+class Kind(enum.StrEnum):
+    """What a field holds: how it is checked, typed in JSON and read from a command line."""
+
+    TEXT = "text"  # a string
+    NONEMPTY = "nonempty"  # a non-empty string (a pattern, a path)
+    NAME = "name"  # a session or agent name
+    TOOL = "tool"  # who asked: a one-line printable string
+    ID = "id"  # a proc's id, at least 1
+    COUNT = "count"  # an integer within minimum..maximum
+    SECONDS = "seconds"  # a positive, finite number of seconds
+    GRACE = "grace"  # seconds between SIGTERM and SIGKILL: 0..MAX_GRACEFUL_TIMEOUT
+    TIME = "time"  # a point in time: Unix seconds
+    FLAG = "flag"  # true or false
+    CHOICE = "choice"  # one of ``choices``
+    ARGV = "argv"  # a command: the program and its arguments
+    STRINGS = "strings"  # a list of strings
+    IDS = "ids"  # a list of ids
+    ENV = "env"  # an object of strings (null removes a variable)
+    READY = "ready"  # a readiness check (an object; see Ready)
+
+
+@dataclass(frozen=True, slots=True)
+class Mcp:
+    """How an MCP tool words and bounds a field (None in a part: as the field's own)."""
+
+    name: str | None = None
+    help: str | None = None
+    default: Any = None
+    maximum: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One field of an operation.
+
+    ``default`` is what an absent field (or ``null``) means; ``required`` fields have
+    none. ``minimum``/``maximum`` bound a COUNT. ``cli`` is ctl's spelling: ``""``
+    for ``--name-with-dashes``, a metavar in capitals (``ID``) for a positional
+    argument, None for a field ctl does not offer. ``mcp`` is None for a field the
+    MCP tools do not take. ``note`` is the short phrase of docs/protocol.md's tables.
+    A FLAG is false unless given, or None with ``undecided``.
+    """
+
+    name: str
+    kind: Kind
+    help: str
+    default: Any = None
+    required: bool = False
+    minimum: int | None = None
+    maximum: int | None = None
+    choices: tuple[str, ...] = ()
+    cli: str | None = ""
+    mcp: Mcp | None = field(default_factory=Mcp)
+    note: str = ""
+    #: A FLAG that may be neither: absent (None) means "as the other fields say".
+    undecided: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind is Kind.FLAG and self.default is None and not self.undecided:
+            object.__setattr__(self, "default", False)
+
+    @property
+    def option(self) -> str | None:
+        """ctl's option (``--max-bytes``), or None for a positional or absent one."""
+        if self.cli is None or (self.cli and self.cli.isupper()):
+            return None
+        return self.cli or "--" + self.name.replace("_", "-")
+
+    @property
+    def mcp_name(self) -> str | None:
+        if self.mcp is None:
+            return None
+        return self.mcp.name or self.name
+
+    def for_mcp(self) -> Field:
+        """The field as an MCP tool takes it: its name, help, default and bound
+        there (tighter than the protocol's where a result is capped)."""
+        if self.mcp is None:
+            raise ValueError(f"{self.name} is not an argument of an MCP tool")
+        m = self.mcp
+        return replace(
+            self,
+            name=m.name or self.name,
+            help=m.help or self.help,
+            default=self.default if m.default is None else m.default,
+            maximum=self.maximum if m.maximum is None else m.maximum,
+        )
+
+    def bounds(self) -> tuple[int | None, int | None]:
+        """The bounds of a COUNT or ID (min, max)."""
+        if self.kind is Kind.ID:
+            return 1, MAX_ID
+        return self.minimum, self.maximum
+
+    def check(self, value: Any) -> Any:
+        """``value`` checked (and made the type the library takes), or InvalidField."""
+        try:
+            return _CHECKS[self.kind](self, value)
+        except ProcwindowError:
+            # A shared rule's own error (InvalidScope, InvalidArgv, InvalidPattern)
+            # is the same at every surface: it passes as it is.
+            raise
+        except (ValueError, TypeError, OverflowError) as exc:
+            raise InvalidField("", self.name, _named(self.name, str(exc))) from None
+
+    def refuse(self, rule: str, value: Any) -> InvalidField:
+        return InvalidField("", self.name, f"{self.name} must be {rule}, got {shown(value)}")
+
+    def json_schema(self, *, mcp: bool = False) -> dict[str, Any]:
+        """The field as JSON Schema (for the MCP tools' input schemas and the docs)."""
+        schema = dict(_SCHEMAS[self.kind])
+        low, high = self.bounds()
+        if mcp and self.mcp is not None and self.mcp.maximum is not None:
+            high = self.mcp.maximum
+        if self.kind in (Kind.COUNT, Kind.ID):
+            if low is not None:
+                schema["minimum"] = low
+            if high is not None and high != MAX_ID:
+                schema["maximum"] = high
+        if self.choices:
+            schema["enum"] = list(self.choices)
+        return schema
+
+    def describe(self) -> str:
+        """The field for docs/protocol.md's table: ``since`` (seq, default 0)."""
+        bits = [self.note or _KIND_NOTES.get(self.kind, "")]
+        low, high = self.bounds()
+        if self.kind is Kind.COUNT and low is not None:
+            bits.append(f"{low} to {high}" if high is not None else f"at least {low}")
+        if self.default is not None and self.default is not False and self.default != "":
+            bits.append(f"default {_default_text(self.default)}")
+        bits = [bit for bit in bits if bit]
+        return f"`{self.name}`" + (f" ({', '.join(bits)})" if bits else "")
+
+
+#: What docs/protocol.md says a field of each kind is, unless the field says more.
+_KIND_NOTES = {
+    Kind.FLAG: "boolean",
+    Kind.NONEMPTY: "a non-empty string",
+    Kind.ARGV: "a list of strings",
+    Kind.STRINGS: "a list of strings",
+    Kind.IDS: "a list of ids",
+    Kind.ENV: "an object",
+    Kind.SECONDS: "seconds",
+}
+
+
+def _named(name: str, message: str) -> str:
+    """A rule's message about ``name``, starting with the name once."""
+    return message if message.startswith(name) else f"{name}: {message}"
+
+
+def _default_text(value: Any) -> str:
+    if value is True:
+        return "true"
+    return (
+        f"`{value}`"
+        if isinstance(value, str)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+
+
+# -- the checks of each kind -----------------------------------------------------------
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _count(f: Field, value: Any) -> int:
+    low, high = f.bounds()
+    if not _is_int(value):
+        raise f.refuse("an integer" if low is None else f"an integer of at least {low}", value)
+    if low is not None and value < low:
+        raise f.refuse(f"an integer of at least {low}", value)
+    if high is not None and value > high and f.kind is not Kind.ID:
+        raise f.refuse(f"an integer of at most {high}", value)
+    return int(value)
+
+
+def _text(f: Field, value: Any) -> str:
+    if not isinstance(value, str):
+        raise f.refuse("a string", value)
+    return value
+
+
+def _nonempty(f: Field, value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise f.refuse("a non-empty string", value)
+    return value
+
+
+def _seconds(f: Field, value: Any) -> float:
+    rule = "a positive number of seconds"
+    if f.maximum is not None:
+        rule += f" of at most {f.maximum}"
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise f.refuse(rule, value)
+    try:
+        seconds = float(value)
+    except OverflowError:
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise f.refuse(rule, value)
+    if f.maximum is not None and seconds > f.maximum:
+        raise f.refuse(rule, value)
+    return seconds
+
+
+def _time(f: Field, value: Any) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise f.refuse("a time in Unix seconds", value)
+    try:
+        when = float(value)
+    except OverflowError:
+        when = math.inf
+    if not math.isfinite(when):
+        raise f.refuse("a time in Unix seconds", value)
+    return when
+
+
+def _flag(f: Field, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise f.refuse("true or false", value)
+    return value
+
+
+def _choice(f: Field, value: Any) -> str:
+    if not isinstance(value, str) or value not in f.choices:
+        raise f.refuse("one of " + ", ".join(f.choices), value)
+    return value
+
+
+def _strings(f: Field, value: Any) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise f.refuse("a list of strings", value)
+    return list(value)
+
+
+def _ids(f: Field, value: Any) -> list[int]:
+    if not isinstance(value, list) or not all(_is_int(v) and v >= 1 for v in value):
+        raise f.refuse("a list of ids (integers of at least 1)", value)
+    return list(value)
+
+
+#: A readiness check's fields, by kind of check; ``interval`` and ``timeout`` go with any.
+READY_KINDS: dict[str, frozenset[str]] = {
+    "line": frozenset({"line", "regex", "stream"}),
+    "port": frozenset({"port", "host"}),
+    "command": frozenset({"command"}),
+    "shell": frozenset({"shell"}),
+}
+_READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
+    "line": ((str,), "a string"),
+    "regex": ((bool,), "true or false"),
+    "stream": ((str,), "'stdout' or 'stderr'"),
+    "port": ((int,), "an integer"),
+    "host": ((str,), "a string"),
+    "command": ((list,), "a list of strings"),
+    "shell": ((str,), "a string"),
+    "interval": ((int, float), "a number of seconds"),
+    "timeout": ((int, float), "a number of seconds"),
+}
+
+
+def _ready(f: Field, value: Any) -> Ready:
+    """A readiness check: an object of the protocol, or as the library takes it too:
+    a Ready, a line pattern (a string) or a port (an integer, not a boolean). Any
+    fault of it is the field's (its rules' own errors, a bad regex, included)."""
+    if isinstance(value, Ready):
+        return value
+    try:
+        return _ready_of(f, value)
+    except InvalidField:
+        raise
+    except (ValueError, TypeError, OverflowError) as exc:  # InvalidArgv, InvalidPattern too
+        raise InvalidField("", f.name, _named(f.name, str(exc))) from None
+
+
+def _ready_of(f: Field, value: Any) -> Ready:
+    if isinstance(value, str) or _is_int(value):
+        return Ready.of(value)
+    if not isinstance(value, Mapping):
+        raise f.refuse(
+            'a line pattern, a port or an object with one of "line", "port", "command" or "shell"',
+            value,
+        )
+    kinds = [kind for kind in READY_KINDS if kind in value]
+    if len(kinds) != 1:
+        raise ValueError('give exactly one of "line", "port", "command" or "shell"')
+    extra = set(value) - READY_KINDS[kinds[0]] - {"interval", "timeout"}
+    if extra:
+        raise ValueError(f"a {kinds[0]} check takes no {sorted(extra)[0]!r}")
+    for key, item in value.items():
+        types, what = _READY_TYPES[key]
+        if not isinstance(item, types) or (isinstance(item, bool) and bool not in types):
+            raise ValueError(f"{key!r} must be {what}")
+    if value.get("stream") not in (None, "stdout", "stderr"):
+        raise ValueError("'stream' is 'stdout' or 'stderr'")
+    if value.get("host") == "":
+        raise ValueError("'host' is empty")
+    return Ready.of(value)
+
+
+_CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
+    Kind.TEXT: _text,
+    Kind.NONEMPTY: _nonempty,
+    Kind.NAME: lambda f, v: check_scope_name(f.name, v),
+    Kind.TOOL: lambda f, v: check_tool(v),
+    Kind.ID: _count,
+    Kind.COUNT: _count,
+    Kind.SECONDS: _seconds,
+    Kind.GRACE: lambda f, v: check_graceful_timeout(v, f.name),
+    Kind.TIME: _time,
+    Kind.FLAG: _flag,
+    Kind.CHOICE: _choice,
+    Kind.ARGV: lambda f, v: check_argv(v),
+    Kind.STRINGS: _strings,
+    Kind.IDS: _ids,
+    Kind.ENV: lambda f, v: check_env(v),
+    Kind.READY: _ready,
+}
+
+_SCHEMAS: dict[Kind, dict[str, Any]] = {
+    Kind.TEXT: {"type": "string"},
+    Kind.NONEMPTY: {"type": "string", "minLength": 1},
+    Kind.NAME: {"type": "string", "minLength": 1},
+    Kind.TOOL: {"type": "string", "minLength": 1},
+    Kind.ID: {"type": "integer"},
+    Kind.COUNT: {"type": "integer"},
+    Kind.SECONDS: {"type": "number", "exclusiveMinimum": 0},
+    Kind.GRACE: {"type": "number", "minimum": 0, "maximum": MAX_GRACEFUL_TIMEOUT},
+    Kind.TIME: {"type": "number"},
+    Kind.FLAG: {"type": "boolean"},
+    Kind.CHOICE: {"type": "string"},
+    Kind.ARGV: {"type": "array", "items": {"type": "string"}, "minItems": 1},
+    Kind.STRINGS: {"type": "array", "items": {"type": "string"}},
+    Kind.IDS: {"type": "array", "items": {"type": "integer", "minimum": 1}},
+    Kind.ENV: {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
+    Kind.READY: {"type": ["object", "string", "integer"]},
+}
+
+
+# -- verbs -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Verb:
+    """One operation: the protocol's ``name``, what it does, and its fields.
+
+    ``library`` is the Supervisor method, ``ctl`` the ``procwindow ctl`` verb and
+    ``mcp`` the MCP tool that carry it out (None where there is none); ``wire``
+    is false for an operation of the library alone (no request). ``rules``
+    check what no single field can (``head`` and ``tail`` together); each raises
+    InvalidField.
+    """
+
+    name: str
+    help: str
+    fields: tuple[Field, ...] = ()
+    library: str | None = None
+    ctl: str | None = None
+    mcp: str | None = None
+    wire: bool = True
+    rules: tuple[Callable[[dict[str, Any]], None], ...] = ()
+
+    def __iter__(self) -> Iterator[Field]:
+        return iter(self.fields)
+
+    def field(self, name: str) -> Field:
+        for f in self.fields:
+            if f.name == name:
+                return f
+        raise KeyError(f"{self.name} has no field {name!r}")
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    def check(
+        self, given: Mapping[str, Any], *, ignore: frozenset[str] = frozenset()
+    ) -> dict[str, Any]:
+        """Every field of the operation, checked, with defaults for those absent (or
+        null); InvalidField for an unknown field (besides ``ignore``), a missing
+        required one, or a bad value."""
+        unknown = sorted(set(given) - set(self.names) - ignore)
+        if unknown:
+            raise InvalidField(
+                self.name,
+                unknown[0],
+                f"unknown field {unknown[0]!r}: {self.name} takes "
+                + (", ".join(self.names) or "no field"),
+            )
+        out: dict[str, Any] = {}
+        for f in self.fields:
+            value = given.get(f.name)
+            if value is None:
+                if f.required:
+                    raise InvalidField(self.name, f.name, f"{f.name} is required")
+                out[f.name] = f.default
+                continue
+            try:
+                out[f.name] = f.check(value)
+            except InvalidField as exc:
+                raise InvalidField(self.name, f.name, str(exc)) from None
+        for rule in self.rules:
+            rule(out)
+        return out
+
+    def describe(self) -> str:
+        """The fields for docs/protocol.md's table of operations."""
+        required = [f.describe() for f in self.fields if f.required]
+        optional = [f.describe() for f in self.fields if not f.required]
+        parts = [", ".join(required)] if required else []
+        if optional:
+            parts.append("optional " + ", ".join(optional))
+        return "; ".join(parts) or "—"
+
+
+def check(verb: str, **given: Any) -> dict[str, Any]:
+    """``VERBS[verb].check(given)``, for the library's methods."""
+    return VERBS[verb].check(given)
+
+
+def _one_command(values: dict[str, Any]) -> None:
+    """Exactly one of ``argv`` and ``shell``; ``argv`` becomes what runs."""
+    values["argv"] = command_argv(values["argv"], values["shell"])
+    values["shell"] = None
+
+
+def _commands_of_a_workspace(values: dict[str, Any]) -> None:
+    if values["commands"] is not None and values["workspace"] is None:
+        raise InvalidField("down", "commands", "commands needs workspace")
+
+
+def _excerpt_lines(values: dict[str, Any]) -> None:
+    if values["head"] + values["tail"] > MAX_EXCERPT_LINES:
+        raise InvalidField(
+            "excerpt", "head", f"head and tail together must be at most {MAX_EXCERPT_LINES}"
+        )
+
+
+# The fields several verbs share.
+PROC = Field(
+    "proc",
+    Kind.ID,
+    "the process's id",
+    required=True,
+    cli="ID",
+    mcp=Mcp(name="id", help="the process id that `run` returned"),
+)
+SESSION = Field("session", Kind.TEXT, "only this session's processes", mcp=None)
+AGENT = Field("agent", Kind.TEXT, "only this agent's processes", mcp=None)
+SEQ = Field(
+    "since",
+    Kind.COUNT,
+    "only lines after this seq",
+    default=0,
+    minimum=0,
+    note="seq",
+    mcp=Mcp(help="only lines after this seq (a `cursor` from an earlier result)"),
+)
+STREAM = Field(
+    "stream",
+    Kind.CHOICE,
+    "only lines of this stream",
+    choices=(Stream.STDOUT.value, Stream.STDERR.value),
+    note="`stdout`/`stderr`",
+    mcp=Mcp(help="only lines of this stream (default: both)"),
+)
+TIMEOUT = Field("timeout", Kind.SECONDS, "give up after SECONDS", note="seconds")
+#: The wait of an MCP tool: bounded, and 30 s unless the model asks for more.
+MCP_WAIT = replace(
+    TIMEOUT,
+    mcp=Mcp(
+        help="seconds to wait; keep it under your client's tool-call timeout",
+        default=30,
+        maximum=MCP_MAX_WAIT,
+    ),
+)
+STARTED_SINCE = Field(
+    "since",
+    Kind.TIME,
+    "only processes started since then",
+    note="a start time, Unix seconds",
+    mcp=None,
+)
+PROC_ID = (PROC,)
+SCOPE = (SESSION, AGENT)
+
+_VERB_LIST: tuple[Verb, ...] = (
+    Verb("hello", "the server's name, protocol versions and pid"),
+    Verb(
+        "run",
+        "start a command",
+        (
+            Field("session", Kind.NAME, "its session", required=True, mcp=None),
+            Field("agent", Kind.NAME, "its agent", required=True, mcp=None),
+            Field("tool", Kind.TOOL, "who asked for it", default=DEFAULT_TOOL, mcp=None),
+            Field("argv", Kind.ARGV, "the program and its arguments", cli=None, mcp=None),
+            Field("shell", Kind.TEXT, "run LINE with /bin/sh -c instead of a command", mcp=None),
+            Field(
+                "cwd",
+                Kind.TEXT,
+                "its working directory (default: the server's)",
+                mcp=Mcp(help="working directory (default: the MCP server's; relative to it)"),
+            ),
+            Field(
+                "env",
+                Kind.ENV,
+                "variables to add or override (null removes one)",
+                mcp=Mcp(help="environment variables to add or override"),
+            ),
+            Field(
+                "graceful_timeout",
+                Kind.GRACE,
+                "seconds between SIGTERM and SIGKILL",
+                note=f"seconds, 0 to {MAX_GRACEFUL_TIMEOUT:g}",
+                mcp=None,
+            ),
+            Field(
+                "timeout",
+                Kind.SECONDS,
+                "terminate it after SECONDS (its exit reason is then 'timeout')",
+                note="seconds",
+                mcp=Mcp(
+                    help="seconds it may run; then it is terminated (exit reason 'timeout')."
+                    " Default: no limit"
+                ),
+            ),
+            Field(
+                "merge_stderr",
+                Kind.FLAG,
+                "one pipe for stdout and stderr: their lines keep the exact order (all stdout)",
+                mcp=Mcp(
+                    help="true: stderr goes into stdout's pipe, so their lines keep their exact"
+                    " order (they are then all reported as stdout)"
+                ),
+            ),
+            Field(
+                "stdin",
+                Kind.FLAG,
+                "keep a pipe to its stdin, for 'ctl write'",
+                mcp=Mcp(
+                    help="true: keep a pipe to its stdin open, to send input with `write`"
+                    " (default: stdin is empty)"
+                ),
+            ),
+            Field(
+                "ready",
+                Kind.READY,
+                "how it shows it is ready",
+                note="an object, a line pattern or a port",
+                cli=None,
+                mcp=Mcp(
+                    help="how it shows it is ready, for `wait_ready`: a string is a regex a"
+                    ' line of its output must match ("listening on"); an integer, a TCP port'
+                    " on 127.0.0.1 that must accept a connection (8080); an object holds"
+                    ' exactly one of "line" (with "regex": false for plain text, "stream"),'
+                    ' "port" (with "host"), "command" (a list) or "shell" (a line): a command'
+                    ' that must exit 0, and may hold "interval" and "timeout" seconds'
+                ),
+            ),
+            Field(
+                "reuse",
+                Kind.FLAG,
+                "if the same command (argv, cwd, session and agent) runs already, give its id"
+                " instead of starting another",
+                mcp=Mcp(
+                    help="true: if the same command already runs in the same directory,"
+                    " session and agent, return that process instead of starting a second one"
+                    " (for dev servers)"
+                ),
+            ),
+        ),
+        library="spawn",
+        ctl="run",
+        mcp="run",
+        rules=(_one_command,),
+    ),
+    Verb("top", "a table of processes", SCOPE, library="top", ctl="top"),
+    Verb("idx", "the index as TSV", SCOPE, library="idx", ctl="idx"),
+    Verb("procs", "the processes of the live view, newest first", SCOPE, library="procs"),
+    Verb(
+        "history",
+        "every recorded process, newest first",
+        (
+            SESSION,
+            AGENT,
+            Field("tool", Kind.TEXT, "only processes of this tool", mcp=None),
+            Field(
+                "reason",
+                Kind.CHOICE,
+                "how it ended",
+                choices=tuple(r.value for r in ExitReason),
+                note="an exit reason",
+                mcp=None,
+            ),
+            STARTED_SINCE,
+            Field("limit", Kind.COUNT, "the newest N only", minimum=1, mcp=None),
+        ),
+        library="history",
+        ctl="history",
+    ),
+    Verb(
+        "out",
+        "a process's output lines after a cursor",
+        (
+            PROC,
+            SEQ,
+            STREAM,
+            Field(
+                "limit",
+                Kind.COUNT,
+                "at most this many lines",
+                minimum=1,
+                mcp=Mcp(default=200, maximum=5000),
+            ),
+            Field("follow", Kind.FLAG, "keep sending lines until its output ends", mcp=None),
+            Field(
+                "partial",
+                Kind.FLAG,
+                "also an unterminated last line (a prompt, a progress bar)",
+                mcp=None,
+            ),
+        ),
+        library="read",
+        ctl="out",
+        mcp="read",
+    ),
+    Verb(
+        "search",
+        "output lines that match a pattern, newest processes first",
+        (
+            Field(
+                "pattern",
+                Kind.TEXT,
+                "what to look for",
+                required=True,
+                cli="PATTERN",
+                note="a non-empty string",
+                mcp=Mcp(help="text to find (case-insensitive), or a regex"),
+            ),
+            Field(
+                "regex",
+                Kind.FLAG,
+                "PATTERN is a Python regex",
+                mcp=Mcp(help="true: `pattern` is a Python regex (re.search)"),
+            ),
+            Field("case_sensitive", Kind.FLAG, "match case", mcp=None),
+            SESSION,
+            AGENT,
+            replace(
+                PROC,
+                required=False,
+                cli="",
+                help="search this process only",
+                mcp=Mcp(name="id", help="search this process's output only"),
+            ),
+            STARTED_SINCE,
+            Field(
+                "limit",
+                Kind.COUNT,
+                "stop after N matching lines",
+                minimum=1,
+                note="hits",
+                mcp=Mcp(help="at most this many lines", default=50, maximum=500),
+            ),
+        ),
+        library="search",
+        ctl="search",
+        mcp="search",
+    ),
+    Verb(
+        "wait_for",
+        "wait for a line that matches a pattern",
+        (
+            PROC,
+            Field(
+                "pattern",
+                Kind.TEXT,
+                "a Python regex (re.search)",
+                required=True,
+                cli="PATTERN",
+                note="a non-empty string",
+                mcp=Mcp(
+                    help="what the line must contain: a Python regex (re.search), or plain"
+                    " text with regex=false"
+                ),
+            ),
+            Field(
+                "regex",
+                Kind.FLAG,
+                "false: the pattern is plain text",
+                default=True,
+                cli=None,
+                mcp=Mcp(help="false: `pattern` is plain text"),
+            ),
+            STREAM,
+            SEQ,
+            MCP_WAIT,
+        ),
+        library="wait_for",
+        ctl="wait-for",
+        mcp="wait_for",
+    ),
+    Verb(
+        "wait",
+        "wait until a process exits",
+        (PROC, TIMEOUT),
+        library="wait",
+        wire=False,
+    ),
+    Verb(
+        "ready",
+        "wait until a process's readiness check passes",
+        (PROC, MCP_WAIT),
+        library="wait_ready",
+        ctl="ready",
+        mcp="wait_ready",
+    ),
+    Verb(
+        "excerpt",
+        "the first and last lines of a process's output",
+        (
+            PROC,
+            Field(
+                "head",
+                Kind.COUNT,
+                "lines from the start",
+                default=20,
+                minimum=0,
+                mcp=Mcp(maximum=1000),
+            ),
+            Field(
+                "tail",
+                Kind.COUNT,
+                "lines from the end",
+                default=40,
+                minimum=0,
+                mcp=Mcp(maximum=1000),
+            ),
+            Field(
+                "max_bytes",
+                Kind.COUNT,
+                "at most this many bytes of text",
+                default=8000,
+                minimum=MIN_EXCERPT_BYTES,
+                maximum=MAX_EXCERPT_BYTES,
+                mcp=Mcp(help="at most this much text", maximum=MCP_TEXT_CAP),
+            ),
+            SEQ,
+        ),
+        library="excerpt",
+        ctl="excerpt",
+        mcp="excerpt",
+        rules=(_excerpt_lines,),
+    ),
+    Verb(
+        "write",
+        "write to a process's stdin",
+        (
+            PROC,
+            Field(
+                "data",
+                Kind.TEXT,
+                "text to send to its stdin",
+                default="",
+                cli="DATA",
+                mcp=Mcp(help="text to send to its stdin, as is (add \\n to end a line)"),
+            ),
+            Field(
+                "close",
+                Kind.FLAG,
+                "then close its stdin (it reads end-of-file)",
+                mcp=Mcp(help="close its stdin afterwards (it then reads end-of-file)"),
+            ),
+        ),
+        library="write",
+        ctl="write",
+        mcp="write",
+    ),
+    Verb(
+        "term",
+        "SIGTERM, then SIGKILL after the graceful timeout; waits for the exit",
+        PROC_ID,
+        library="term",
+        ctl="term",
+        mcp="term",
+    ),
+    Verb(
+        "kill", "SIGKILL now; waits for the exit", PROC_ID, library="kill", ctl="kill", mcp="kill"
+    ),
+    Verb("interrupt", "SIGINT, as Ctrl-C", PROC_ID, library="interrupt", ctl="interrupt"),
+    Verb(
+        "dismiss",
+        "hide an exited process from the live view; its history and logs are kept"
+        " ('forget' deletes them)",
+        PROC_ID,
+        library="dismiss",
+        ctl="dismiss",
+    ),
+    Verb(
+        "forget",
+        "delete an exited process for good: its history record and its logs",
+        PROC_ID,
+        library="forget",
+        ctl="forget",
+    ),
+    Verb(
+        "restart",
+        "run a process's command again as a new process",
+        PROC_ID,
+        library="restart",
+        ctl="restart",
+    ),
+    Verb(
+        "events",
+        "events whose topic matches a pattern",
+        (
+            Field("pattern", Kind.TEXT, "a topic pattern", default=">", cli="PATTERN", mcp=None),
+            replace(PROC, required=False, cli="", help="this process's events only", mcp=None),
+        ),
+        library="subscribe",
+        ctl="events",
+    ),
+    Verb("sessions", "sessions and agents with running/total counts", ctl="sessions"),
+    Verb(
+        "up",
+        "load a workspace file and start it",
+        (Field("path", Kind.NONEMPTY, "the workspace file", required=True, cli="FILE", mcp=None),),
+        ctl="up",
+    ),
+    Verb(
+        "down",
+        "stop running workspaces, dependents first",
+        (
+            Field(
+                "workspace", Kind.TEXT, "the workspace (default: every one)", cli="NAME", mcp=None
+            ),
+            Field(
+                "commands",
+                Kind.STRINGS,
+                "only these commands and their dependents",
+                cli="COMMAND",
+                mcp=None,
+            ),
+        ),
+        ctl="down",
+        rules=(_commands_of_a_workspace,),
+    ),
+    Verb("workspaces", "the running workspaces and their commands", ctl="workspaces"),
+    Verb(
+        "stats",
+        "the resource use of live processes",
+        (Field("procs", Kind.IDS, "the processes", required=True, cli=None, mcp=None),),
+    ),
+)
+
+#: Every operation, by the protocol's name (``wire`` false: the library's alone).
+VERBS: dict[str, Verb] = {verb.name: verb for verb in _VERB_LIST}
+#: The operations a request may ask for.
+OPS: frozenset[str] = frozenset(verb.name for verb in _VERB_LIST if verb.wire)
