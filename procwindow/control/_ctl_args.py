@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import re
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import DEFAULT_TOOL, ExitReason, check_graceful_timeout, scope_pattern
-from ..core._agent import check_timeout
-from ..core.rules import SHELL
+from ..core import spec
+from ..core.spec import Field, Kind, Verb
 from ._sockdir import DEFAULT_SERVER_NAME
 
 __all__ = [
@@ -27,11 +28,12 @@ __all__ = [
     "EXIT_SERVER",
     "EXIT_TIMEOUT",
     "EXIT_USAGE",
-    "SINCE_HELP",
+    "SINCE_FORMS",
     "VERBS",
     "configure",
     "parse_ready",
     "parse_since",
+    "request",
 ]
 
 EXIT_SERVER = 1
@@ -83,15 +85,21 @@ _AFTER_DASHES = {"search": "pattern", "wait-for": "pattern", "write": "data"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
-SINCE_HELP = (
-    "only processes started since then: a duration ago (90s, 30m, 2h, 1d, 1h30m),"
-    " a date or time, local unless it has an offset (2024-05-01, 2024-05-01T14:30,"
-    " 2024-05-01T14:30+02:00), or @EPOCH seconds"
+#: What ``--since WHEN`` takes, besides a field's own help.
+SINCE_FORMS = (
+    "a duration ago (90s, 30m, 2h, 1d, 1h30m), a date or time, local unless it has an"
+    " offset (2024-05-01, 2024-05-01T14:30, 2024-05-01T14:30+02:00), or @EPOCH seconds"
 )
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    """Add ctl's options and verbs to ``parser``."""
+    """Add ctl's options and verbs to ``parser``.
+
+    A verb's arguments that are fields of its operation come from the operation's
+    spec (:data:`procwindow.core.spec.VERBS`: name, help, type, choices) through
+    :func:`add_fields`; what is ctl's own (``--json``, ``--follow``'s ``-f``,
+    ``--env NAME=VALUE``, ``--ready SPEC``, a command after ``--``) is added here.
+    """
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = EXIT_HELP
     parser.add_argument(
@@ -106,63 +114,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_VerbParser
     )
-    for name, text in (("top", "a table of processes"), ("idx", "the index as TSV")):
-        p = verbs.add_parser(name, help=text, description=text)
-        p.add_argument("--session")
-        p.add_argument("--agent")
-    p = verbs.add_parser(
-        "out", help="print a process's output", description="print a process's output"
-    )
-    p.add_argument("proc", type=int, metavar="ID")
-    p.add_argument(
-        "--follow", "-f", action="store_true", help="keep printing until its output ends"
-    )
-    p.add_argument("--stream", choices=("stdout", "stderr"))
-    p.add_argument("--since", type=int, default=0, metavar="SEQ", help="only lines after this seq")
-    p.add_argument(
-        "--partial",
-        action="store_true",
-        help="also print an unterminated last line (a prompt, a progress bar) as a line;"
-        " with --follow, each new state of it when it appears",
-    )
-    for name, text in (
-        ("term", "SIGTERM, then SIGKILL after the graceful timeout; waits for the exit"),
-        ("kill", "SIGKILL now; waits for the exit"),
-        ("interrupt", "SIGINT, as Ctrl-C"),
-        (
-            "dismiss",
-            "hide an exited process from the live view; its history and logs are kept"
-            " ('forget' deletes them)",
-        ),
-        ("forget", "delete an exited process for good: its history record and its logs"),
-        ("restart", "run a process's command again as a new process"),
-    ):
-        p = verbs.add_parser(name, help=text, description=text)
-        p.add_argument("proc", type=int, metavar="ID")
-    p = verbs.add_parser(
+    for name in ("top", "idx"):
+        add_fields(_verb_parser(verbs, name), name)
+    p = _verb_parser(verbs, "out", "print a process's output")
+    add_fields(p, "out", short={"follow": "-f"})
+    for name in ("term", "kill", "interrupt", "dismiss", "forget", "restart"):
+        add_fields(_verb_parser(verbs, name), name)
+    p = _verb_parser(
+        verbs,
         "run",
-        help="start a command: ctl run --session S --agent A [--tool T] -- CMD ARGS...",
-        description="Start CMD ARGS... (after '--') and print the new process's id.",
+        "start a command: ctl run --session S --agent A [--tool T] -- CMD ARGS...",
+        "Start CMD ARGS... (after '--') and print the new process's id.",
     )
-    p.add_argument("--session", required=True)
-    p.add_argument("--agent", required=True)
-    p.add_argument("--tool", default=DEFAULT_TOOL)
-    p.add_argument("--cwd", help="its working directory (default: the server's, not this shell's)")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE")
-    p.add_argument("--shell", metavar="LINE", help=f"run LINE with {SHELL} -c instead of a command")
-    p.add_argument("--graceful-timeout", type=float, metavar="SECONDS")
-    p.add_argument(
-        "--timeout",
-        type=float,
-        metavar="SECONDS",
-        help="terminate it after SECONDS (its exit reason is then 'timeout')",
-    )
-    p.add_argument(
-        "--merge-stderr",
-        action="store_true",
-        help="one pipe for stdout and stderr: their lines keep the exact order (all stdout)",
-    )
-    p.add_argument("--stdin", action="store_true", help="keep a pipe to its stdin, for 'ctl write'")
+    add_fields(p, "run", metavars={"shell": "LINE", "env": "NAME=VALUE"})
     p.add_argument(
         "--ready",
         metavar="SPEC",
@@ -173,18 +137,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--ready-timeout", type=float, metavar="SECONDS", help="give the --ready check up then"
     )
-    p.add_argument(
-        "--reuse",
-        action="store_true",
-        help="if the same command (argv, cwd, session and agent) runs already, print its id"
-        " instead of starting another",
-    )
-    p = verbs.add_parser("events", help="print events whose topic matches PATTERN")
-    p.add_argument("pattern", nargs="?", default=scope_pattern())
-    p.add_argument("--proc", type=_positive, metavar="ID", help="this process's events only")
-    verbs.add_parser("sessions", help="sessions and agents with running/total counts")
+    add_fields(_verb_parser(verbs, "events", "print events whose topic matches PATTERN"), "events")
+    _verb_parser(verbs, "sessions")
     _configure_history(verbs)
-    _configure_search(verbs)
     _configure_agent_verbs(verbs)
     _configure_workspace_verbs(verbs)
     text = "pipe stdin and stdout to the server's socket (what 'procwindow attach ssh://…' runs)"
@@ -192,61 +147,143 @@ def configure(parser: argparse.ArgumentParser) -> None:
     p.add_argument("server", nargs="?", metavar="NAME", help="the server's name (default: --name)")
 
 
+#: ctl's verbs that carry out an operation of the protocol, by ctl's name.
+OPERATIONS: dict[str, Verb] = {verb.ctl: verb for verb in spec.VERBS.values() if verb.ctl}
+
+
+def _verb_parser(
+    verbs: Any, name: str, text: str | None = None, description: str | None = None
+) -> argparse.ArgumentParser:
+    """A verb's parser; its help is the operation's, unless ``text`` says more."""
+    text = text or OPERATIONS[name].help
+    parser: argparse.ArgumentParser = verbs.add_parser(
+        name, help=text, description=description or text
+    )
+    return parser
+
+
+def add_fields(
+    parser: argparse.ArgumentParser,
+    ctl_verb: str,
+    *,
+    short: Mapping[str, str] | None = None,
+    metavars: Mapping[str, str] | None = None,
+    notes: Mapping[str, str] | None = None,
+    skip: tuple[str, ...] = (),
+) -> None:
+    """Add the fields of ``ctl_verb``'s operation that ctl offers (``Field.cli``) as
+    arguments: a positional one for a metavar, else ``--name``; named by the field
+    (its ``dest``), with the field's help. Values are checked by the spec, after
+    parsing, so ctl refuses a bad one as the server would (:func:`request`).
+    ``notes`` add what ctl takes besides (``--since``'s forms of a time)."""
+    for f in OPERATIONS[ctl_verb].fields:
+        if f.cli is None or f.name in skip:
+            continue
+        kwargs: dict[str, Any] = {"help": _field_help(f)}
+        if notes and f.name in notes:
+            kwargs["help"] += ": " + notes[f.name]
+        if f.kind is Kind.FLAG:
+            kwargs["action"] = "store_true"
+            kwargs["default"] = None
+        else:
+            kwargs["type"] = _ARG_TYPES.get(f.kind, str)
+            if f.choices:
+                kwargs["choices"] = f.choices
+        if f.kind is Kind.ENV:
+            kwargs.update(action="append", type=str)
+        option = f.option
+        if option is None:  # a positional argument
+            kwargs["metavar"] = f.cli
+            if f.kind is Kind.STRINGS:
+                kwargs["nargs"] = "*"
+            elif f.kind is not Kind.ID:
+                # A PATTERN or DATA may also come after '--' (when it starts with '-').
+                kwargs["nargs"] = "?"
+            parser.add_argument(f.name, **kwargs)
+            continue
+        if f.kind is not Kind.FLAG and not f.choices:
+            kwargs["metavar"] = (metavars or {}).get(f.name, _METAVARS.get(f.kind))
+        flags = [option, *([short[f.name]] if short and f.name in short else [])]
+        parser.add_argument(*flags, dest=f.name, required=f.required, **kwargs)
+
+
+def _field_help(f: Field) -> str:
+    if f.default is None or f.default is False or f.kind is Kind.FLAG:
+        return f.help
+    return f"{f.help} (default: {f.default})"
+
+
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def _number(text: str) -> float:
+    try:
+        return int(text)  # as JSON would carry it: 2, not 2.0
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+#: How ctl reads a field of each kind from its command line (a string otherwise).
+_ARG_TYPES: dict[Kind, Callable[[str], Any]] = {
+    Kind.ID: _integer,
+    Kind.COUNT: _integer,
+    Kind.SECONDS: _number,
+    Kind.GRACE: _number,
+}
+_METAVARS = {Kind.ID: "ID", Kind.COUNT: "N", Kind.SECONDS: "SECONDS", Kind.GRACE: "SECONDS"}
+
+
 def _configure_workspace_verbs(verbs: Any) -> None:
     text = "load a workspace FILE (checked whole first) and start it on the server"
-    p = verbs.add_parser(
+    p = _verb_parser(
+        verbs,
         "up",
-        help=text,
-        description=text + ": its commands start as their dependencies allow. Prints"
-        " what each command does.",
+        text,
+        text + ": its commands start as their dependencies allow. Prints what each command does.",
     )
-    p.add_argument("file", metavar="FILE")
+    add_fields(p, "up")
     _json_option(p)
     text = "stop a running workspace (every one without NAME), dependents first"
-    p = verbs.add_parser(
+    p = _verb_parser(
+        verbs,
         "down",
-        help=text,
-        description=text + "; with COMMANDs, only those and the commands that depend on"
+        text,
+        text + "; with COMMANDs, only those and the commands that depend on"
         " them. Waits until they stopped.",
     )
-    p.add_argument("workspace", nargs="?", metavar="NAME")
-    p.add_argument("commands", nargs="*", metavar="COMMAND")
+    add_fields(p, "down")
     _json_option(p)
     text = "the running workspaces and what each command does (waiting, restarting…)"
-    p = verbs.add_parser("workspaces", help=text, description=text + ".")
-    _json_option(p)
+    _json_option(_verb_parser(verbs, "workspaces", text, text + "."))
 
 
 def _configure_history(verbs: Any) -> None:
     text = "a table of every recorded process, newest first (earlier runs and dismissed too)"
-    p = verbs.add_parser("history", help=text, description=text)
-    p.add_argument("--session")
-    p.add_argument("--agent")
-    p.add_argument("--tool")
-    p.add_argument("--reason", choices=[r.value for r in ExitReason], help="how it ended")
-    p.add_argument("--since", metavar="WHEN", help=SINCE_HELP)
-    p.add_argument("--limit", type=_positive, metavar="N", help="the newest N only")
+    p = _verb_parser(verbs, "history", text)
+    add_fields(p, "history", metavars={"since": "WHEN"}, notes={"since": SINCE_FORMS})
     _json_option(p)
-
-
-def _configure_search(verbs: Any) -> None:
     text = (
         "print the output lines that contain PATTERN, as ID:SEQ: TEXT, newest processes"
         " first (live and recorded ones); exit 1 if none matched"
     )
-    p = verbs.add_parser(
-        "search",
-        help=text,
-        description=text + ". A PATTERN that starts with '-' goes after '--'.",
+    p = _verb_parser(
+        verbs, "search", text, text + ". A PATTERN that starts with '-' goes after '--'."
     )
-    p.add_argument("pattern", nargs="?", metavar="PATTERN")
-    p.add_argument("--regex", "-E", action="store_true", help="PATTERN is a Python regex")
-    p.add_argument("--case-sensitive", "-s", action="store_true")
-    p.add_argument("--session")
-    p.add_argument("--agent")
-    p.add_argument("--proc", type=_positive, metavar="ID", help="search this process only")
-    p.add_argument("--since", metavar="WHEN", help=SINCE_HELP)
-    p.add_argument("--limit", type=_positive, metavar="N", help="stop after N matching lines")
+    add_fields(
+        p,
+        "search",
+        short={"regex": "-E", "case_sensitive": "-s"},
+        metavars={"since": "WHEN"},
+        notes={"since": SINCE_FORMS},
+    )
     _json_option(p)
 
 
@@ -273,66 +310,52 @@ class _VerbParser(argparse.ArgumentParser):
 
 def _configure_agent_verbs(verbs: Any) -> None:
     text = "wait for a line of a process's output that matches PATTERN, and print it"
-    p = verbs.add_parser(
+    p = _verb_parser(
+        verbs,
         "wait-for",
-        help=text,
-        description=text + ". Lines already written (after --since) count too. A PATTERN"
+        text,
+        text + ". Lines already written (after --since) count too. A PATTERN"
         " that starts with '-' goes after '--'. Exit 0 with the line printed; 1 if the"
         " process ended without such a line; 124 after --timeout (the process keeps"
         " running); 2 for a pattern that does not compile.",
     )
-    p.intermixed = True
-    p.add_argument("proc", type=int, metavar="ID")
-    p.add_argument("pattern", nargs="?", metavar="PATTERN", help="a Python regex (re.search)")
+    p.intermixed = True  # type: ignore[attr-defined]
+    add_fields(p, "wait-for")
     p.add_argument("--fixed", "-F", action="store_true", help="PATTERN is plain text")
-    p.add_argument("--stream", choices=("stdout", "stderr"), help="only lines of this stream")
-    p.add_argument("--since", type=int, default=0, metavar="SEQ", help="only lines after this seq")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
     _json_option(p)
 
     text = "wait until a process's readiness check ('ctl run --ready') passes"
-    p = verbs.add_parser(
+    p = _verb_parser(
+        verbs,
         "ready",
-        help=text,
-        description=text + ". Exit 0 once ready (at once for a process without a check);"
+        text,
+        text + ". Exit 0 once ready (at once for a process without a check);"
         " 1 if it exited or its check gave up first; 124 after --timeout.",
     )
-    p.add_argument("proc", type=int, metavar="ID")
-    p.add_argument("--timeout", type=float, metavar="SECONDS", help="give up after SECONDS")
+    add_fields(p, "ready")
     _json_option(p)
 
     text = (
         "print the first and last lines of a process's output, with what is left out"
         " between them counted"
     )
-    p = verbs.add_parser("excerpt", help=text, description=text + ".")
-    p.add_argument("proc", type=int, metavar="ID")
-    p.add_argument("--head", type=_count, default=20, metavar="N", help="lines from the start")
-    p.add_argument("--tail", type=_count, default=40, metavar="N", help="lines from the end")
-    p.add_argument(
-        "--max-bytes", type=_positive, default=8000, metavar="B", help="at most B bytes of text"
-    )
-    p.add_argument(
-        "--since", type=_count, default=0, metavar="SEQ", help="only lines after this seq"
-    )
+    p = _verb_parser(verbs, "excerpt", text, text + ".")
+    add_fields(p, "excerpt", metavars={"max_bytes": "B"})
     _json_option(p)
 
     text = "write to the stdin of a process started with 'ctl run --stdin'"
-    p = verbs.add_parser(
+    p = _verb_parser(
+        verbs,
         "write",
-        help=text,
-        description=text + ". DATA is written with a newline after it (none with -n);"
+        text,
+        text + ". DATA is written with a newline after it (none with -n);"
         " without DATA, ctl's own stdin is read to its end and written as it is (so"
         " 'ctl write ID --close </dev/null' only closes). DATA that starts with '-' goes"
         " after '--'. Text is sent as UTF-8.",
     )
-    p.intermixed = True
-    p.add_argument("proc", type=int, metavar="ID")
-    p.add_argument("data", nargs="?", metavar="DATA")
+    p.intermixed = True  # type: ignore[attr-defined]
+    add_fields(p, "write")
     p.add_argument("-n", dest="no_newline", action="store_true", help="no newline after DATA")
-    p.add_argument(
-        "--close", action="store_true", help="then close its stdin (it reads end-of-file)"
-    )
     _json_option(p)
 
 
@@ -341,25 +364,6 @@ def _json_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="print JSON for programs"
     )
-
-
-def _int_at_least(minimum: int) -> Callable[[str], int]:
-    """An argparse type: an int of at least ``minimum``."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if value < minimum:
-            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
-        return value
-
-    return parse
-
-
-_count = _int_at_least(0)
-_positive = _int_at_least(1)
 
 
 def parse_ready(spec: str) -> dict[str, Any]:
@@ -417,35 +421,70 @@ def parse_since(text: str, now: float) -> float:
     )
 
 
-def _check_args(args: argparse.Namespace) -> str | None:
-    """What is wrong with the options ctl can check itself (one line), or None."""
-    checks: list[tuple[str, float | None]] = []
-    if args.verb == "run":
-        if args.graceful_timeout is not None:
-            try:
-                check_graceful_timeout(args.graceful_timeout, "--graceful-timeout")
-            except ValueError as exc:
-                return str(exc)
-        checks += [("--timeout", args.timeout), ("--ready-timeout", args.ready_timeout)]
-        if args.ready_timeout is not None and args.ready is None:
-            return "--ready-timeout needs --ready"
-        if args.ready is not None:
-            try:
-                args.ready = parse_ready(args.ready)
-            except ValueError as exc:
-                return str(exc)
-            if args.ready_timeout is not None:
-                args.ready["timeout"] = args.ready_timeout
-    if args.verb in ("wait-for", "ready"):
-        checks.append(("--timeout", args.timeout))
-    for option, value in checks:
-        try:
-            check_timeout(value, option)
-        except ValueError as exc:
-            return str(exc)
-    if args.verb in ("wait-for", "out") and args.since < 0:
-        return "--since: a seq is at least 0"
-    return None
+def request(args: argparse.Namespace) -> dict[str, Any]:
+    """The fields of the request a ctl verb sends: each field of its operation that
+    ctl offers, from the argument of its name (absent: left out, the server's
+    default), as ctl's own options shape them (``--env NAME=VALUE``, ``--ready
+    SPEC``, a path made absolute, ``--since WHEN``, ``--fixed``, ``-- CMD...``).
+
+    They are checked as the server checks them (the operation's spec), so a bad
+    value is refused here, before any server is asked, with the server's message:
+    ValueError (InvalidField and the shared rules' errors are ValueErrors).
+    """
+    verb = OPERATIONS[args.verb]
+    fields = {f.name: getattr(args, f.name, None) for f in verb.fields if f.cli is not None}
+    shape = _SHAPES.get(args.verb)
+    if shape is not None:
+        shape(args, fields)
+    verb.check(fields)
+    return {name: value for name, value in fields.items() if value is not None}
+
+
+def _shape_run(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    env: dict[str, str] = {}
+    for item in args.env or ():
+        name, eq, value = item.partition("=")
+        if not eq or not name:
+            raise ValueError(f"--env wants NAME=VALUE, got {item!r}")
+        env[name] = value
+    fields["env"] = env or None
+    fields["cwd"] = os.path.abspath(args.cwd) if args.cwd else None
+    fields["argv"] = None if args.shell else list(args.command or ())
+    if args.ready_timeout is not None and args.ready is None:
+        raise ValueError("--ready-timeout needs --ready")
+    if args.ready is not None:
+        ready = parse_ready(args.ready)
+        if args.ready_timeout is not None:
+            ready["timeout"] = args.ready_timeout
+        fields["ready"] = ready
+
+
+def _shape_since(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    if args.since is not None:
+        fields["since"] = parse_since(args.since, time.time())
+
+
+def _shape_wait_for(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    fields["regex"] = False if args.fixed else None
+
+
+def _shape_up(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    # The server reads the file: give it the path as this shell means it.
+    fields["path"] = os.path.abspath(args.path) if args.path else args.path
+
+
+def _shape_down(args: argparse.Namespace, fields: dict[str, Any]) -> None:
+    fields["commands"] = args.commands or None
+
+
+_SHAPES: dict[str, Callable[[argparse.Namespace, dict[str, Any]], None]] = {
+    "run": _shape_run,
+    "history": _shape_since,
+    "search": _shape_since,
+    "wait-for": _shape_wait_for,
+    "up": _shape_up,
+    "down": _shape_down,
+}
 
 
 def _usage(message: str) -> int:

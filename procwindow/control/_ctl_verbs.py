@@ -12,13 +12,12 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
-import os
 import sys
 from typing import Any
 
 from ..core import ScopeCounts
 from ..core._text import escape_controls
-from ._ctl_args import EXIT_SERVER, _usage
+from ._ctl_args import EXIT_SERVER
 from ._ctl_format import (
     _count_line,
     _describe_exit,
@@ -30,24 +29,25 @@ from ._ctl_format import (
 )
 from .client import Client
 
+#: The checked fields of a verb's request (``_ctl_args.request``).
+Fields = dict[str, Any]
+
 #: Text sent per ``write`` request: well under the request limit however it is escaped.
 _WRITE_CHUNK = 128 * 1024
 
 
-def _table(client: Client, args: argparse.Namespace) -> int:
-    scope = {"session": args.session, "agent": args.agent}
-    text = client.call(args.verb, **scope)["text"]
+def _table(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    text = client.call(args.verb, **fields)["text"]
     if args.json:
-        return _emit(args, client.call("procs", **scope), "")
+        return _emit(args, client.call("procs", **fields), "")
     return _emit(args, None, text)
 
 
-def _out(client: Client, args: argparse.Namespace) -> int:
-    fields = {"proc": args.proc, "since": args.since, "stream": args.stream}
-    if args.partial:
-        fields["partial"] = True
+def _out(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    fields = dict(fields)
+    follow = fields.pop("follow", False)
     gaps = _Gaps()
-    if not args.follow:
+    if not follow:
         batch = client.call("out", **fields)
         _print_lines(args, batch, gaps)
         gaps.finish(args, batch)
@@ -67,12 +67,12 @@ def _out(client: Client, args: argparse.Namespace) -> int:
     return 0
 
 
-def _stop(client: Client, args: argparse.Namespace) -> int:
+def _stop(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     info = client.call(args.verb, proc=args.proc)
     return _emit(args, info, _describe_exit(args.proc, info))
 
 
-def _interrupt(client: Client, args: argparse.Namespace) -> int:
+def _interrupt(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("interrupt", proc=args.proc)
     text = (
         f"{args.proc}: SIGINT sent\n" if result["delivered"] else f"{args.proc}: already exited\n"
@@ -80,78 +80,42 @@ def _interrupt(client: Client, args: argparse.Namespace) -> int:
     return _emit(args, result, text)
 
 
-def _dismiss(client: Client, args: argparse.Namespace) -> int:
+def _dismiss(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("dismiss", proc=args.proc)
     return _emit(args, result, f"{args.proc}: dismissed\n")
 
 
-def _forget(client: Client, args: argparse.Namespace) -> int:
+def _forget(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("forget", proc=args.proc)
     return _emit(args, result, f"{args.proc}: forgotten\n")
 
 
-def _restart(client: Client, args: argparse.Namespace) -> int:
+def _restart(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("restart", proc=args.proc)
     return _emit(args, result, f"{result['id']}\n")
 
 
-def _run(client: Client, args: argparse.Namespace) -> int:
-    env: dict[str, str] = {}
-    for item in args.env:
-        name, eq, value = item.partition("=")
-        if not eq or not name:
-            return _usage(f"--env wants NAME=VALUE, got {item!r}")
-        env[name] = value
-    result = client.call(
-        "run",
-        session=args.session,
-        agent=args.agent,
-        tool=args.tool,
-        cwd=os.path.abspath(args.cwd) if args.cwd else None,
-        env=env or None,
-        argv=None if args.shell else list(args.command),
-        shell=args.shell,
-        graceful_timeout=args.graceful_timeout,
-        timeout=args.timeout,
-        merge_stderr=args.merge_stderr or None,
-        stdin=args.stdin or None,
-        ready=args.ready,
-        reuse=args.reuse or None,
-    )
+def _run(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("run", **fields)
     return _emit(args, result, f"{result['id']}\n")
 
 
-def _wait_for(client: Client, args: argparse.Namespace) -> int:
-    result = client.call(
-        "wait_for",
-        proc=args.proc,
-        pattern=args.pattern,
-        regex=False if args.fixed else None,
-        stream=args.stream,
-        since=args.since,
-        timeout=args.timeout,
-    )
+def _wait_for(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("wait_for", **fields)
     return _emit(args, result, result["line"]["text"] + "\n")
 
 
-def _ready(client: Client, args: argparse.Namespace) -> int:
-    result = client.call("ready", proc=args.proc, timeout=args.timeout)
+def _ready(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("ready", **fields)
     return _emit(args, result, f"{args.proc}: ready\n")
 
 
-def _excerpt(client: Client, args: argparse.Namespace) -> int:
-    result = client.call(
-        "excerpt",
-        proc=args.proc,
-        head=args.head,
-        tail=args.tail,
-        max_bytes=args.max_bytes,
-        since=args.since,
-    )
+def _excerpt(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("excerpt", **fields)
     return _emit(args, result, result["text"])
 
 
-def _write(client: Client, args: argparse.Namespace) -> int:
+def _write(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     written = 0
     closed = None
     pieces = _write_pieces(args)
@@ -199,8 +163,8 @@ class _NotText(Exception):
     """ctl write's input cannot be sent as text."""
 
 
-def _events(client: Client, args: argparse.Namespace) -> int:
-    for message in client.stream("events", pattern=args.pattern, proc=args.proc):
+def _events(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    for message in client.stream("events", **fields):
         if "result" in message:
             continue  # the subscription's acknowledgement
         ev = message["event"]
@@ -208,14 +172,14 @@ def _events(client: Client, args: argparse.Namespace) -> int:
             print(json.dumps(ev, ensure_ascii=False), flush=True)
             continue
         skip = {"topic", "kind", "session", "agent", "time"}
-        fields = " ".join(
+        shown = " ".join(
             f"{k}={json.dumps(v, ensure_ascii=False)}" for k, v in ev.items() if k not in skip
         )
-        print(f"{ev['topic']} {fields}", flush=True)
+        print(f"{ev['topic']} {shown}", flush=True)
     return 0
 
 
-def _sessions(client: Client, args: argparse.Namespace) -> int:
+def _sessions(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     tree = client.call("sessions")
     lines = []
     for session in tree:
@@ -225,32 +189,14 @@ def _sessions(client: Client, args: argparse.Namespace) -> int:
     return _emit(args, tree, "".join(lines))
 
 
-def _history(client: Client, args: argparse.Namespace) -> int:
-    procs = client.call(
-        "history",
-        session=args.session,
-        agent=args.agent,
-        tool=args.tool,
-        reason=args.reason,
-        since=args.since,
-        limit=args.limit,
-    )
+def _history(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    procs = client.call("history", **fields)
     return _emit(args, procs, history_table(procs))
 
 
-def _search(client: Client, args: argparse.Namespace) -> int:
+def _search(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     found = 0
-    messages = client.stream(
-        "search",
-        pattern=args.pattern,
-        regex=args.regex or None,
-        case_sensitive=args.case_sensitive or None,
-        session=args.session,
-        agent=args.agent,
-        proc=args.proc,
-        since=args.since,
-        limit=args.limit,
-    )
+    messages = client.stream("search", **fields)
     for message in messages:
         if "result" in message:
             if args.json:
@@ -265,14 +211,13 @@ def _search(client: Client, args: argparse.Namespace) -> int:
     return 0 if found else EXIT_SERVER
 
 
-def _up(client: Client, args: argparse.Namespace) -> int:
-    # The server reads the file: give it the path as this shell means it.
-    run = client.call("up", path=os.path.abspath(args.file))
+def _up(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    run = client.call("up", **fields)
     return _emit(args, run, _states_text([run]))
 
 
-def _down(client: Client, args: argparse.Namespace) -> int:
-    result = client.call("down", workspace=args.workspace, commands=args.commands or None)
+def _down(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("down", **fields)
     if not args.json and not result["workspaces"]:
         print("procwindow ctl: down: no workspace is up", file=sys.stderr)
     names: dict[str, list[str]] = {}
@@ -286,7 +231,7 @@ def _down(client: Client, args: argparse.Namespace) -> int:
     return _emit(args, result, text)
 
 
-def _workspaces(client: Client, args: argparse.Namespace) -> int:
+def _workspaces(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     runs = client.call("workspaces")
     return _emit(args, runs, _states_text(runs))
 

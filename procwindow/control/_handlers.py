@@ -18,36 +18,24 @@ from typing import Any
 
 from .. import __version__
 from ..core import (
-    DEFAULT_TOOL,
-    ExitReason,
+    InvalidField,
     ProcNotFound,
     ProcwindowError,
     StdinClosed,
     Supervisor,
-    check_graceful_timeout,
-    command_argv,
 )
 from ..core._orchestra import CommandState, commands_table, idx_rows
-from ..core.rules import check_tool
+from ..core.spec import VERBS
 from ._conn import ClientGone, Conn
 from ._handlers_agent import _AgentVerbs
-from ._handlers_base import (
-    _bool,
-    _int,
-    _opt_int,
-    _opt_number,
-    _opt_seconds,
-    _opt_str,
-    _ready_check,
-    _Replied,
-    _str,
-)
+from ._handlers_base import _Replied
 from ._handlers_streams import _StreamVerbs
 from ._handlers_workspaces import _WorkspaceVerbs
 from ._protocol import (
+    ENVELOPE,
+    OLDEST_PROTOCOL,
     PROTOCOL_VERSION,
     HistoryUnavailable,
-    ProtocolError,
     decode_request,
     encode,
     exit_to_json,
@@ -100,24 +88,32 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
         }
 
     async def answer(self, line: bytes, conn: Conn) -> None:
-        """Carry out one request line and send its reply (errors included)."""
+        """Carry out one request line and send its reply (errors included).
+
+        The handler of a verb gets the request's fields checked by the verb's spec
+        (:data:`procwindow.core.spec.VERBS`), absent ones at their defaults, plus
+        the request's ``id`` and ``op``.
+        """
         req_id: Any = None
         op = "request"
+        version = PROTOCOL_VERSION
         try:
             req = decode_request(line)
             req_id = req.get("id")
             op = req["op"]
-            result = await self._verbs[op](req, conn)
+            version = req.get("v", PROTOCOL_VERSION)
+            args = VERBS[op].check(req, ignore=ENVELOPE) | {"id": req_id, "op": op}
+            result = await self._verbs[op](args, conn)
         except _Replied:
             return
         except StdinClosed as exc:  # a BrokenPipeError, but the child's, not the client's
-            message = error_message(req_id, exc)
+            message = error_message(req_id, exc, version=version)
         except (ClientGone, ConnectionError):
             raise
         except ProcwindowError as exc:
-            message = error_message(req_id, exc)
+            message = error_message(req_id, exc, version=version)
         except (TypeError, ValueError) as exc:
-            message = error_message(req_id, ProtocolError("bad-field", f"{op}: {exc}"))
+            message = error_message(req_id, InvalidField(op, "", f"{op}: {exc}"), version=version)
         except OSError as exc:
             # A system limit (no free fd, no memory for a fork): the client is told,
             # and may try again once it is lifted.
@@ -134,13 +130,8 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
 
     async def _stats(self, req: dict[str, Any], conn: Conn) -> Any:
         """Resource use of each live proc of ``procs`` (ids not live are left out)."""
-        ids = req.get("procs")
-        if not isinstance(ids, list) or not all(
-            isinstance(i, int) and not isinstance(i, bool) for i in ids
-        ):
-            raise ProtocolError("bad-field", "stats: 'procs' must be a list of ids")
         out = []
-        for proc_id in dict.fromkeys(ids):
+        for proc_id in dict.fromkeys(req["procs"]):
             try:
                 st = self.sup.stats(proc_id)
             except ProcNotFound:
@@ -151,46 +142,34 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
     async def _hello(self, req: dict[str, Any], conn: Conn) -> Any:
         return {
             "protocol": PROTOCOL_VERSION,
+            "protocols": list(range(OLDEST_PROTOCOL, PROTOCOL_VERSION + 1)),
             "server": f"procwindow {__version__}",
             "pid": os.getpid(),
         }
 
     async def _run(self, req: dict[str, Any], conn: Conn) -> Any:
-        env = req.get("env")
-        grace = req.get("graceful_timeout")
-        try:
-            argv = command_argv(req.get("argv"), req.get("shell"))
-            if env is not None and not isinstance(env, dict):
-                raise ProtocolError("bad-field", "run: 'env' must be an object of strings")
-            if grace is not None:
-                grace = check_graceful_timeout(grace)
-            tool = check_tool(_str(req, "tool", DEFAULT_TOOL))
-        except ValueError as exc:  # the rules' (a CommandError is a ValueError too)
-            raise ProtocolError("bad-field", f"run: {exc}") from None
-        timeout = _opt_seconds(req, "timeout")
-        ready = _ready_check(req)
-        reuse = _bool(req, "reuse")
+        reuse = req["reuse"]
         # spawn does not yield before it picks a running copy to reuse, so the ids
         # known now tell a reused proc from a new one.
         known = {p.id for p in self.sup.procs()} if reuse else set()
         p = await self.sup.spawn(
-            argv,
-            session=_str(req, "session"),
-            agent=_str(req, "agent"),
-            tool=tool,
-            cwd=_opt_str(req, "cwd"),
-            env=env,
-            graceful_timeout=grace,
-            timeout=timeout,
-            merge_stderr=_bool(req, "merge_stderr"),
-            stdin=_bool(req, "stdin"),
-            ready=ready,
+            req["argv"],
+            session=req["session"],
+            agent=req["agent"],
+            tool=req["tool"],
+            cwd=req["cwd"],
+            env=req["env"],
+            graceful_timeout=req["graceful_timeout"],
+            timeout=req["timeout"],
+            merge_stderr=req["merge_stderr"],
+            stdin=req["stdin"],
+            ready=req["ready"],
             reuse=reuse,
         )
         return {"id": p.id, "os_pid": p.os_pid, "reused": p.id in known}
 
     async def _top(self, req: dict[str, Any], conn: Conn) -> Any:
-        session, agent = _opt_str(req, "session"), _opt_str(req, "agent")
+        session, agent = req["session"], req["agent"]
         text = self.sup.top(session, agent)
         states = self._states(session, agent)
         if states:  # what the workspaces' commands do, waiting ones included
@@ -198,7 +177,7 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
         return {"text": text, "commands": [st.to_json() for st in states]}
 
     async def _idx(self, req: dict[str, Any], conn: Conn) -> Any:
-        session, agent = _opt_str(req, "session"), _opt_str(req, "agent")
+        session, agent = req["session"], req["agent"]
         states = self._states(session, agent)
         # Commands that have not started (waiting, skipped) have rows of their own.
         text = self.sup.idx(session, agent) + idx_rows(states)
@@ -214,31 +193,24 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
         ]
 
     async def _procs(self, req: dict[str, Any], conn: Conn) -> Any:
-        procs = self.sup.procs(_opt_str(req, "session"), _opt_str(req, "agent"))
+        procs = self.sup.procs(req["session"], req["agent"])
         return [proc_to_json(p, self._runtime(p)) for p in procs]
 
     async def _history(self, req: dict[str, Any], conn: Conn) -> Any:
-        reason = _opt_str(req, "reason")
-        if reason is not None and reason not in _REASONS:
-            raise ProtocolError(
-                "bad-field", f"history: 'reason' is one of {', '.join(sorted(_REASONS))}"
-            )
-        since = _opt_number(req, "since")
-        limit = _opt_int(req, "limit", minimum=1)
         if not self.sup.history_enabled:
             raise HistoryUnavailable(self.sup.history_error)
         procs = self.sup.history(
-            session=_opt_str(req, "session"),
-            agent=_opt_str(req, "agent"),
-            tool=_opt_str(req, "tool"),
-            reason=reason,
-            since=since,
-            limit=limit,
+            session=req["session"],
+            agent=req["agent"],
+            tool=req["tool"],
+            reason=req["reason"],
+            since=req["since"],
+            limit=req["limit"],
         )
         return [proc_to_json(p, self._runtime(p)) for p in procs]
 
     async def _term(self, req: dict[str, Any], conn: Conn) -> Any:
-        proc_id = _int(req, "proc", minimum=1)
+        proc_id = req["proc"]
         # A crash loop waiting for its next attempt ends here too: the person
         # asked its latest run to stop.
         for run in self.sup.workspaces:
@@ -248,23 +220,19 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
         return exit_to_json(await self.sup.term(proc_id))
 
     async def _kill(self, req: dict[str, Any], conn: Conn) -> Any:
-        return exit_to_json(await self.sup.kill(_int(req, "proc", minimum=1)))
+        return exit_to_json(await self.sup.kill(req["proc"]))
 
     async def _interrupt(self, req: dict[str, Any], conn: Conn) -> Any:
-        return {"delivered": await self.sup.interrupt(_int(req, "proc", minimum=1))}
+        return {"delivered": await self.sup.interrupt(req["proc"])}
 
     async def _dismiss(self, req: dict[str, Any], conn: Conn) -> Any:
-        self.sup.dismiss(_int(req, "proc", minimum=1))
+        self.sup.dismiss(req["proc"])
         return {}
 
     async def _forget(self, req: dict[str, Any], conn: Conn) -> Any:
-        self.sup.forget(_int(req, "proc", minimum=1))
+        self.sup.forget(req["proc"])
         return {}
 
     async def _restart(self, req: dict[str, Any], conn: Conn) -> Any:
-        p = await self.sup.restart(_int(req, "proc", minimum=1))
+        p = await self.sup.restart(req["proc"])
         return {"id": p.id, "os_pid": p.os_pid}
-
-
-#: The reasons a proc can end with, for ``history``'s filter.
-_REASONS = frozenset(r.value for r in ExitReason)

@@ -12,13 +12,8 @@ from typing import Any
 
 from ..core import StdinClosed
 from ._conn import Conn
-from ._handlers_base import _bool, _int, _opt_seconds, _str, _stream, _Verbs
-from ._protocol import ProtocolError, Timeout, excerpt_to_json, line_to_json, proc_to_json
-
-#: Bounds of an ``excerpt``: its text (bytes) and its head and tail lines together.
-MIN_EXCERPT_BYTES = 256
-MAX_EXCERPT_BYTES = 1024 * 1024
-MAX_EXCERPT_LINES = 10_000
+from ._handlers_base import _Verbs
+from ._protocol import excerpt_to_json, line_to_json, proc_to_json
 
 
 class _AgentVerbs(_Verbs):
@@ -27,24 +22,17 @@ class _AgentVerbs(_Verbs):
     async def _wait_for(self, req: dict[str, Any], conn: Conn) -> Any:
         """The first line after ``since`` that matches; waits for it (until the
         proc's output ends, or ``timeout``). The client leaving ends the wait."""
-        proc_id = _int(req, "proc", minimum=1)
-        pattern = _str(req, "pattern")
-        regex = _bool(req, "regex", default=True)
-        stream = _stream(req)
-        since = _int(req, "since", 0, minimum=0)
-        timeout = _opt_seconds(req, "timeout")
+        proc_id = req["proc"]
 
         async def body() -> dict[str, Any]:
-            try:
-                line = await self.sup.wait_for(
-                    proc_id, pattern, regex=regex, stream=stream, since=since, timeout=timeout
-                )
-            except TimeoutError:
-                if timeout is None:
-                    raise
-                raise Timeout(
-                    f"proc {proc_id}: no line matched {pattern!r} within {timeout:g} s", timeout
-                ) from None
+            line = await self.sup.wait_for(
+                proc_id,
+                req["pattern"],
+                regex=req["regex"],
+                stream=req["stream"],
+                since=req["since"],
+                timeout=req["timeout"],
+            )
             cursor = line.seq - 1 if line.partial else line.seq
             return {"line": line_to_json(line), "cursor": cursor}
 
@@ -52,46 +40,27 @@ class _AgentVerbs(_Verbs):
 
     async def _wait_ready(self, req: dict[str, Any], conn: Conn) -> Any:
         """Wait until the proc's readiness check (``run``'s ``ready``) passes."""
-        proc_id = _int(req, "proc", minimum=1)
-        timeout = _opt_seconds(req, "timeout")
 
         async def body() -> dict[str, Any]:
-            try:
-                p = await self.sup.wait_ready(proc_id, timeout)
-            except TimeoutError:
-                if timeout is None:
-                    raise
-                raise Timeout(
-                    f"proc {proc_id} was not ready within {timeout:g} s", timeout
-                ) from None
+            p = await self.sup.wait_ready(req["proc"], req["timeout"])
             return {"ready": True, "proc": proc_to_json(p, self._runtime(p))}
 
         return await conn.stream(body())
 
     async def _excerpt(self, req: dict[str, Any], conn: Conn) -> Any:
-        proc_id = _int(req, "proc", minimum=1)
-        head = _int(req, "head", 20, minimum=0)
-        tail = _int(req, "tail", 40, minimum=0)
-        max_bytes = _int(req, "max_bytes", 8000, minimum=MIN_EXCERPT_BYTES)
-        since = _int(req, "since", 0, minimum=0)
-        if max_bytes > MAX_EXCERPT_BYTES:
-            raise ProtocolError(
-                "bad-field", f"excerpt: 'max_bytes' must be at most {MAX_EXCERPT_BYTES}"
-            )
-        if head + tail > MAX_EXCERPT_LINES:
-            raise ProtocolError(
-                "bad-field",
-                f"excerpt: 'head' and 'tail' together must be at most {MAX_EXCERPT_LINES}",
-            )
-        ex = await self.sup.excerpt(proc_id, head=head, tail=tail, max_bytes=max_bytes, since=since)
+        ex = await self.sup.excerpt(
+            req["proc"],
+            head=req["head"],
+            tail=req["tail"],
+            max_bytes=req["max_bytes"],
+            since=req["since"],
+        )
         return excerpt_to_json(ex)
 
     async def _write(self, req: dict[str, Any], conn: Conn) -> Any:
         """Write ``data`` (UTF-8) to the proc's stdin, then close it with ``close``.
         A write waits while the pipe is full; the client leaving ends it."""
-        proc_id = _int(req, "proc", minimum=1)
-        data = _str(req, "data", "")
-        close = _bool(req, "close")
+        proc_id, data, close = req["proc"], req["data"], req["close"]
         p = self.sup.get(proc_id)
         if not p.live:
             raise StdinClosed(proc_id, "its stdin is not held here (it is not in the live view)")

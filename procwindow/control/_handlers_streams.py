@@ -29,18 +29,8 @@ from ..core import (
     scope_pattern,
 )
 from ._conn import ClientGone, Conn
-from ._handlers_base import (
-    _bool,
-    _int,
-    _opt_int,
-    _opt_number,
-    _opt_str,
-    _Replied,
-    _str,
-    _stream,
-    _Verbs,
-)
-from ._protocol import PROTOCOL_VERSION, ProtocolError, encode, exit_to_json, line_to_json
+from ._handlers_base import _Replied, _Verbs
+from ._protocol import PROTOCOL_VERSION, encode, exit_to_json, line_to_json
 from ._replies import (
     event_message,
     hit_message,
@@ -69,13 +59,10 @@ class _StreamVerbs(_Verbs):
     """``out``, ``search`` and ``events``."""
 
     async def _out(self, req: dict[str, Any], conn: Conn) -> Any:
-        proc_id = _int(req, "proc", minimum=1)
-        since = _int(req, "since", 0, minimum=0)
-        want = _stream(req)
-        limit = _opt_int(req, "limit", minimum=1)
-        partial = _bool(req, "partial")
-        req_id = req.get("id")
-        if _bool(req, "follow"):
+        proc_id, since, limit, partial = req["proc"], req["since"], req["limit"], req["partial"]
+        want = None if req["stream"] is None else Stream(req["stream"])
+        req_id = req["id"]
+        if req["follow"]:
             return await conn.stream(self._follow(conn, req_id, proc_id, since, want, partial))
         await self._out_reply(conn, req_id, proc_id, since, want, limit, partial)
         raise _Replied
@@ -201,29 +188,26 @@ class _StreamVerbs(_Verbs):
                 await pumper
 
     async def _search(self, req: dict[str, Any], conn: Conn) -> Any:
-        limit = _opt_int(req, "limit", minimum=1)
+        limit = req["limit"]
         hits = self.sup.search(  # InvalidPattern now, before anything is streamed
-            _str(req, "pattern"),
-            regex=_bool(req, "regex"),
-            case_sensitive=_bool(req, "case_sensitive"),
-            session=_opt_str(req, "session"),
-            agent=_opt_str(req, "agent"),
-            proc=_opt_int(req, "proc", minimum=1),
-            since=_opt_number(req, "since"),
+            req["pattern"],
+            regex=req["regex"],
+            case_sensitive=req["case_sensitive"],
+            session=req["session"],
+            agent=req["agent"],
+            proc=req["proc"],
+            since=req["since"],
             limit=limit,
         )
-        return await conn.stream(_send_hits(conn, req.get("id"), hits, limit))
+        return await conn.stream(_send_hits(conn, req["id"], hits, limit))
 
     async def _events(self, req: dict[str, Any], conn: Conn) -> Any:
-        pattern = req.get("pattern", ">")
-        if not isinstance(pattern, str):
-            raise ProtocolError("bad-field", "events: 'pattern' must be a string")
-        proc = _opt_int(req, "proc", minimum=1)
+        pattern, proc = req["pattern"], req["proc"]
         ack: dict[str, Any] = {"subscribed": pattern}
         if proc is not None:
             self.sup.get(proc)  # ProcNotFound for an unknown id, not a silent stream
             ack["proc"] = proc
-        req_id = req.get("id")
+        req_id = req["id"]
 
         async def body() -> None:
             # A client that does not keep up loses events (its queue is bounded

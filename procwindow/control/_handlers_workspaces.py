@@ -12,8 +12,7 @@ from typing import Any
 
 from ..core import WorkspaceNotFound, WorkspaceRun, count_scopes
 from ._conn import Conn
-from ._handlers_base import _opt_str, _str, _Verbs
-from ._protocol import ProtocolError
+from ._handlers_base import _Verbs
 from .workspace import load_workspace
 
 
@@ -22,21 +21,13 @@ class _WorkspaceVerbs(_Verbs):
 
     async def _up(self, req: dict[str, Any], conn: Conn) -> Any:
         """Load a workspace file (checked whole first) and start it here."""
-        path = _str(req, "path")
-        if not path:
-            raise ProtocolError("bad-field", "up: 'path' must not be empty")
-        run = await load_workspace(path).start(self.sup)
+        run = await load_workspace(req["path"]).start(self.sup)
         return _run_to_json(run)
 
     async def _down(self, req: dict[str, Any], conn: Conn) -> Any:
         """Stop a workspace (every one without ``workspace``), or only some of its
         commands and their dependents, dependents first; reply once they stopped."""
-        name = _opt_str(req, "workspace")
-        commands = req.get("commands")
-        if commands is not None and (
-            not isinstance(commands, list) or not all(isinstance(c, str) for c in commands)
-        ):
-            raise ProtocolError("bad-field", "down: 'commands' must be a list of strings")
+        name, commands = req["workspace"], req["commands"]
         runs = self.sup.workspaces
         if name is not None:
             runs = [run for run in runs if run.name == name]
@@ -44,8 +35,6 @@ class _WorkspaceVerbs(_Verbs):
                 raise WorkspaceNotFound(
                     "workspace", name, [run.name for run in self.sup.workspaces]
                 )
-        elif commands is not None:
-            raise ProtocolError("bad-field", "down: 'commands' needs 'workspace'")
         stopped: list[list[str]] = []
         for run in reversed(runs):  # the last one up goes first
             # A stop half done is worse than one the client does not wait for.

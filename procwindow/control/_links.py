@@ -20,11 +20,13 @@ import shlex
 import signal
 import socket
 import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
 from ..core import ProcwindowError
+from ._protocol import PROTOCOL_VERSION
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .aclient import READ_LIMIT, AsyncClient
 from .client import CannotConnect, ServerError
@@ -200,14 +202,50 @@ class Link(Protocol):
         ...
 
 
+class VersionMismatch(LinkError):
+    """The server speaks no protocol version this client speaks.
+
+    ``client`` is the version this client speaks, ``server`` those the server does.
+    """
+
+    def __init__(self, where: str, server: Sequence[int]) -> None:
+        spoken = ", ".join(str(v) for v in server) or "none it says"
+        super().__init__(
+            f"{where}: this client speaks protocol {PROTOCOL_VERSION}, the server speaks"
+            f" {spoken}: use the same procwindow on both sides"
+        )
+        self.client = PROTOCOL_VERSION
+        self.server = tuple(server)
+
+
 async def _hello(client: AsyncClient, where: str) -> None:
+    """Ask the server which protocol versions it speaks (LinkError when this
+    client speaks none of them, or it does not answer as a procwindow server)."""
     try:
-        await client.call("hello")
+        reply = await client.call("hello")
     except ServerError as exc:
-        if exc.code == "version":
-            client.abort()
-            raise LinkError(f"{where}: {exc.message}") from None
-        raise
+        client.abort()
+        raise LinkError(f"{where}: the server refused hello: {exc.message}") from None
+    spoken = spoken_versions(reply)
+    if spoken is None:
+        client.abort()
+        raise LinkError(f"{where}: the server does not answer as procwindow does")
+    if PROTOCOL_VERSION not in spoken:
+        client.abort()
+        raise VersionMismatch(where, spoken)
+
+
+def spoken_versions(hello: object) -> list[int] | None:
+    """The protocol versions a ``hello`` reply says the server speaks (servers
+    before version 5 name one, ``protocol``); None for a reply that is no hello's."""
+    if not isinstance(hello, dict):
+        return None
+    versions = hello.get("protocols", [hello.get("protocol")])
+    if not isinstance(versions, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in versions
+    ):
+        return None
+    return versions or None
 
 
 class LocalLink:

@@ -6,23 +6,37 @@ import dataclasses
 import enum
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
-from ..core import Event, Excerpt, ExitInfo, Line, Proc, ProcwindowError, SearchHit
+from ..core import (
+    Event,
+    Excerpt,
+    ExitInfo,
+    ExitReason,
+    Line,
+    Proc,
+    ProcwindowError,
+    SearchHit,
+    error_class,
+)
+from ..core.spec import OPS
 
 __all__ = [
+    "ENVELOPE",
     "MAX_DEPTH",
     "MAX_REQUEST",
-    "OPS",
+    "OLDEST_PROTOCOL",
     "PROTOCOL_VERSION",
     "HistoryUnavailable",
     "ProtocolError",
-    "Timeout",
     "decode_request",
     "dumps",
     "encode",
+    "error_from_json",
+    "error_to_json",
     "event_to_json",
     "excerpt_to_json",
+    "exit_from_json",
     "exit_to_json",
     "hit_to_json",
     "line_to_json",
@@ -39,66 +53,34 @@ __all__ = [
 #: 4: workspaces: up, down and workspaces; idx and top show (and list in
 #: ``commands``) the commands of running workspaces, also those that wait; events
 #: of kind phase.
-PROTOCOL_VERSION = 4
+#: 5: every error has a ``code`` and its details (``proc_id``, ``field``…); a field
+#: that is wrong is an ``InvalidField``; ``hello`` says which versions the server
+#: speaks (``protocols``); ``run``'s ``ready`` may be a line pattern or a port.
+PROTOCOL_VERSION = 5
+#: The oldest version this server still answers (as that version would).
+OLDEST_PROTOCOL = 4
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
 #: How deeply a request's arrays and objects may nest.
 MAX_DEPTH = 32
+#: The fields of every request besides the operation's own.
+ENVELOPE = frozenset({"v", "op", "id"})
 
-#: Every request the server knows, with the fields each takes (besides v, op, id).
-OPS: dict[str, frozenset[str]] = {
-    "hello": frozenset(),
-    "run": frozenset(
-        {
-            "session",
-            "agent",
-            "tool",
-            "argv",
-            "shell",
-            "cwd",
-            "env",
-            "graceful_timeout",
-            "timeout",
-            "merge_stderr",
-            "stdin",
-            "ready",
-            "reuse",
-        }
-    ),
-    "top": frozenset({"session", "agent"}),
-    "idx": frozenset({"session", "agent"}),
-    "procs": frozenset({"session", "agent"}),
-    "out": frozenset({"proc", "since", "stream", "follow", "limit", "partial"}),
-    "term": frozenset({"proc"}),
-    "kill": frozenset({"proc"}),
-    "interrupt": frozenset({"proc"}),
-    "dismiss": frozenset({"proc"}),
-    "forget": frozenset({"proc"}),
-    "restart": frozenset({"proc"}),
-    "events": frozenset({"pattern", "proc"}),
-    "sessions": frozenset(),
-    "history": frozenset({"session", "agent", "tool", "reason", "since", "limit"}),
-    "search": frozenset(
-        {"pattern", "regex", "case_sensitive", "session", "agent", "proc", "since", "limit"}
-    ),
-    "wait_for": frozenset({"proc", "pattern", "regex", "stream", "since", "timeout"}),
-    "ready": frozenset({"proc", "timeout"}),
-    "excerpt": frozenset({"proc", "head", "tail", "max_bytes", "since"}),
-    "write": frozenset({"proc", "data", "close"}),
-    "up": frozenset({"path"}),
-    "down": frozenset({"workspace", "commands"}),
-    "workspaces": frozenset(),
-    "stats": frozenset({"procs"}),
-}
+#: How version 4 named the errors that version 5 renamed.
+_V4_TYPES = {"InvalidField": "ProtocolError"}
 
 
 class ProtocolError(ProcwindowError):
-    """A request the server cannot take: malformed, unknown, or too big.
+    """A request the server cannot take: malformed, unknown, too big, too slow, of a
+    protocol version it does not speak, or from another user.
 
     ``code`` is a stable word for programs: ``malformed``, ``unknown-op``,
-    ``bad-field``, ``too-large``, ``too-slow``, ``busy``, ``version``,
-    ``forbidden`` (docs/protocol.md says when each is sent).
+    ``too-large``, ``too-slow``, ``busy``, ``version``, ``forbidden``
+    (docs/protocol.md says when each is sent). A field of a known request that is
+    wrong is an :class:`~procwindow.core.InvalidField` (``bad-field``).
     """
+
+    codes = ("malformed", "unknown-op", "too-large", "too-slow", "busy", "version", "forbidden")
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -109,20 +91,14 @@ class HistoryUnavailable(ProcwindowError):
     """The server keeps no history (it was started without, or its database broke),
     so there is none to list. ``why`` is the supervisor's ``history_error``, if any."""
 
+    code = "history-unavailable"
+    details: ClassVar[Mapping[str, type]] = {"why": str}
+
     def __init__(self, why: str | None) -> None:
         super().__init__(
             f"history is off: {why}" if why else "history is off: this server keeps none"
         )
         self.why = why
-
-
-class Timeout(ProcwindowError):
-    """A wait (``wait_for``, ``ready``) ran out of its ``timeout``; the proc was
-    left alone. ``seconds`` is that timeout."""
-
-    def __init__(self, message: str, seconds: float) -> None:
-        super().__init__(message)
-        self.seconds = seconds
 
 
 def dumps(value: Any) -> bytes:
@@ -156,12 +132,8 @@ def decode_request(line: bytes) -> dict[str, Any]:
             "malformed", f"not a JSON object: nested more than {MAX_DEPTH} levels deep"
         )
     version = req.get("v", PROTOCOL_VERSION)
-    if type(version) is not int or version != PROTOCOL_VERSION:
-        raise ProtocolError(
-            "version",
-            f"protocol version {version!r} is not supported"
-            f" (this server speaks {PROTOCOL_VERSION})",
-        )
+    if type(version) is not int or not OLDEST_PROTOCOL <= version <= PROTOCOL_VERSION:
+        raise ProtocolError("version", version_refused(version))
     op = req.get("op")
     if not isinstance(op, str):
         raise ProtocolError("malformed", "missing 'op' (a string)")
@@ -169,10 +141,17 @@ def decode_request(line: bytes) -> dict[str, Any]:
         raise ProtocolError(
             "unknown-op", f"unknown request {op!r}; known: {', '.join(sorted(OPS))}"
         )
-    extra = set(req) - OPS[op] - {"v", "op", "id"}
-    if extra:
-        raise ProtocolError("bad-field", f"{op}: unknown field(s) {', '.join(sorted(extra))}")
     return req
+
+
+def version_refused(version: object) -> str:
+    """Why a request of protocol ``version`` is refused: the versions spoken here."""
+    spoken = (
+        f"{OLDEST_PROTOCOL} to {PROTOCOL_VERSION}"
+        if OLDEST_PROTOCOL < PROTOCOL_VERSION
+        else str(PROTOCOL_VERSION)
+    )
+    return f"protocol version {version!r} is not supported (this server speaks {spoken})"
 
 
 def _shallow(value: object, limit: int) -> bool:
@@ -201,6 +180,53 @@ def exit_to_json(info: ExitInfo | None) -> dict[str, Any] | None:
         "reason": info.reason.value,
         "runtime": round(info.runtime, 3),
     }
+
+
+def exit_from_json(value: Any) -> ExitInfo | None:
+    """Exit info from its JSON (None for null or a value that is not one)."""
+    if not isinstance(value, dict):
+        return None
+    try:
+        return ExitInfo(
+            int(value["code"]),
+            None if value.get("signal") is None else int(value["signal"]),
+            ExitReason(value["reason"]),
+            float(value.get("runtime", 0.0)),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def error_to_json(exc: Exception, version: int = PROTOCOL_VERSION) -> dict[str, Any]:
+    """An error as the ``error`` of a reply: its ``type`` (the class's name),
+    ``code``, ``message`` and, for a ProcwindowError, its details by name (exit
+    info as JSON). For a request of an older ``version``, the type it named then."""
+    name = type(exc).__name__
+    error: dict[str, Any] = {
+        "type": _V4_TYPES.get(name, name) if version < 5 else name,
+        "message": str(exc),
+    }
+    if isinstance(exc, ProcwindowError):
+        error["code"] = exc.code
+        for key, value in exc.detail_values().items():
+            error[key] = exit_to_json(value) if isinstance(value, ExitInfo) else value
+    return error
+
+
+def error_from_json(error: Mapping[str, Any]) -> ProcwindowError | None:
+    """The error a server sent, rebuilt as its own class with its details (by its
+    ``code``, never by its message); None for a code unknown here."""
+    code = error.get("code")
+    if not isinstance(code, str):
+        return None
+    cls = error_class(code)
+    if cls is None:
+        return None
+    values = {
+        key: exit_from_json(error.get(key)) if kind is ExitInfo else error.get(key)
+        for key, kind in cls.details.items()
+    }
+    return cls.rebuild(str(error.get("message", "")), values, code=code)
 
 
 def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:

@@ -14,33 +14,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import re
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import (
-    CommandNotFound,
-    CwdMissing,
     ExitInfo,
-    InvalidArgv,
-    InvalidPattern,
-    InvalidScope,
-    NotExecutable,
-    ProcNotFound,
-    ProcRunning,
     ProcStats,
     ProcwindowError,
     Ready,
-    SpawnFailed,
-    StdinClosed,
     SupervisorClosed,
-    UnsafePath,
 )
 from ..core._events import EventHub
 from ._links import Disconnected, LinkError, LocalLink, SshLink, Target, make_link
-from ._protocol import HistoryUnavailable
 from ._remote_lines import _Mirror
 from ._remote_procs import RemoteProc
 from .aclient import AsyncClient
@@ -58,57 +45,6 @@ _QUICK_CALLS = 4
 _LONG_CALLS = 16
 #: ServerError types after which the connection was closed (AsyncClient's).
 _BROKEN = frozenset({"ConnectionClosed", "ReplyTooLarge", "BadReply"})
-
-
-# -- errors ----------------------------------------------------------------------------
-
-#: Server error types that are core errors, rebuilt here with their message.
-_ERRORS: dict[str, type[ProcwindowError]] = {
-    cls.__name__: cls
-    for cls in (
-        CommandNotFound,
-        CwdMissing,
-        InvalidArgv,
-        InvalidPattern,
-        InvalidScope,
-        NotExecutable,
-        SpawnFailed,
-        SupervisorClosed,
-        UnsafePath,
-        HistoryUnavailable,
-    )
-}
-#: Attributes of the rebuilt errors, read back from their messages.
-_ATTRS: dict[str, tuple[re.Pattern[str], tuple[str, ...]]] = {
-    "CommandNotFound": (re.compile(r"command not found: '(.*)'$"), ("command",)),
-    "CwdMissing": (re.compile(r"working directory unusable: '(.*)' \((.*)\)$"), ("cwd", "why")),
-    "NotExecutable": (re.compile(r"not executable: '(.*)' \((.*)\)$"), ("path", "why")),
-    "InvalidPattern": (re.compile(r"invalid pattern '(.*)': (.*)$", re.S), ("pattern", "why")),
-    "HistoryUnavailable": (re.compile(r"history is off: (.*)$"), ("why",)),
-}
-
-
-def _local_error(exc: ServerError, proc_id: int | None = None) -> ProcwindowError:
-    """The error the in-process Supervisor would have raised, from the server's."""
-    kind, message = exc.type, exc.message
-    if proc_id is not None:
-        if kind == "ProcNotFound":
-            return ProcNotFound(proc_id)
-        if kind == "ProcRunning":
-            return ProcRunning(proc_id)
-        if kind == "StdinClosed":
-            prefix = f"proc {proc_id}: "
-            return StdinClosed(proc_id, message.removeprefix(prefix))
-    cls = _ERRORS.get(kind)
-    if cls is None:
-        return exc
-    err = cls.__new__(cls)
-    BaseException.__init__(err, message)
-    pattern, names = _ATTRS.get(kind, (None, ()))
-    found = pattern.match(message) if pattern is not None else None
-    for i, name in enumerate(names):
-        setattr(err, name, found.group(i + 1) if found else None)
-    return err
 
 
 def _ready_json(ready: Ready | str | int | Mapping[str, object] | None) -> Any:
@@ -276,7 +212,7 @@ class _Calls:
                 if exc.type in _BROKEN:
                     raise Disconnected(f"{self.where}: {exc.message}") from None
                 in_step = True
-                raise _local_error(exc, proc_id) from None
+                raise exc.local() from None
             finally:
                 if in_step and generation == self._generation and len(self._idle) < _IDLE_CLIENTS:
                     self._idle.append(client)

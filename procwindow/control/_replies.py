@@ -11,13 +11,13 @@ import errno
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..core import Event, Line, NoMatch, NotReady, SearchHit
+from ..core import Event, Line, SearchHit
 from ._protocol import (
     PROTOCOL_VERSION,
     dumps,
     encode,
+    error_to_json,
     event_to_json,
-    exit_to_json,
     hit_to_json,
     line_to_json,
 )
@@ -46,20 +46,14 @@ def ok_message(req_id: Any, result: Any) -> dict[str, Any]:
     return {"v": PROTOCOL_VERSION, "id": req_id, "ok": True, "result": result}
 
 
-def error_message(req_id: Any, exc: Exception, type_: str | None = None) -> dict[str, Any]:
-    """An error reply: the exception's type (or ``type_``), message and code, if any.
-
-    ``NoMatch`` and ``NotReady`` also carry how the proc ended (``exit``, null
-    while it runs), and ``NoMatch`` the cursor it read up to (``cursor``).
-    """
-    error: dict[str, Any] = {"type": type_ or type(exc).__name__, "message": str(exc)}
-    code = getattr(exc, "code", None)
-    if isinstance(code, str):
-        error["code"] = code
-    if isinstance(exc, (NoMatch, NotReady)):
-        error["exit"] = exit_to_json(exc.exit)
-    if isinstance(exc, NoMatch):
-        error["cursor"] = exc.cursor
+def error_message(
+    req_id: Any, exc: Exception, type_: str | None = None, version: int = PROTOCOL_VERSION
+) -> dict[str, Any]:
+    """An error reply: the exception's type (or ``type_``), message, code and
+    details (``error_to_json``), as protocol ``version`` says them."""
+    error = error_to_json(exc, version)
+    if type_ is not None:
+        error["type"] = type_
     return {"v": PROTOCOL_VERSION, "id": req_id, "ok": False, "error": error}
 
 

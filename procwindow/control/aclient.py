@@ -170,7 +170,11 @@ class AsyncClient:
             raise ServerError("ConnectionClosed", "the connection to the server is closed")
         req_id = self._next_id
         self._next_id += 1
-        body: dict[str, Any] = {"v": PROTOCOL_VERSION, "op": op, "id": req_id}
+        # hello goes without a version: any server answers it in its own, and
+        # says which it speaks (see _links.hello).
+        body: dict[str, Any] = {"op": op, "id": req_id}
+        if op != "hello":
+            body["v"] = PROTOCOL_VERSION
         body.update({k: v for k, v in fields.items() if v is not None})
         try:
             writer.write(encode(body))

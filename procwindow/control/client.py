@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from ..core import ProcwindowError
-from ._protocol import PROTOCOL_VERSION, encode
+from ._protocol import PROTOCOL_VERSION, encode, error_from_json
 
 __all__ = ["CannotConnect", "Client", "ServerError"]
 
@@ -25,13 +25,27 @@ class CannotConnect(ProcwindowError):
 
 
 class ServerError(ProcwindowError):
-    """The server refused a request; ``type`` is the server-side error's name."""
+    """The server refused a request; ``type`` is the server-side error's name,
+    ``code`` its code and ``error`` the whole error it sent. :meth:`local` gives
+    the error as its own class (``ProcNotFound`` with its ``proc_id``…)."""
 
-    def __init__(self, type_: str, message: str, code: str | None = None) -> None:
+    def __init__(
+        self,
+        type_: str,
+        message: str,
+        code: str | None = None,
+        error: Mapping[str, Any] | None = None,
+    ) -> None:
         super().__init__(f"{type_}: {message}")
         self.type = type_
         self.message = message
-        self.code = code
+        self.code = code or "error"
+        self.error = dict(error or {})
+
+    def local(self) -> ProcwindowError:
+        """The error the server raised, rebuilt from its code and details (this
+        ServerError itself for a code unknown here)."""
+        return error_from_json(self.error) or self
 
 
 class Client:
@@ -136,4 +150,5 @@ def _result(message: dict[str, Any]) -> Any:
         str(error.get("type", "Error")),
         str(error.get("message", "")),
         code if isinstance(code, str) else None,
+        error,
     )

@@ -15,7 +15,6 @@ import argparse
 import os
 import signal
 import sys
-import time
 
 from ..core import ProcwindowError
 from ..core._text import format_size as format_size
@@ -25,14 +24,14 @@ from ._ctl_args import (
     EXIT_SERVER,
     EXIT_TIMEOUT,
     EXIT_USAGE,
-    _check_args,
+    OPERATIONS,
     _usage,
     configure,
     parse_ready,
     parse_since,
+    request,
 )
 from ._ctl_args import EXIT_HELP as EXIT_HELP
-from ._ctl_args import SINCE_HELP as SINCE_HELP
 from ._ctl_args import VERBS as VERBS
 from ._ctl_format import history_table as history_table
 from ._ctl_verbs import _VERBS, _NotText
@@ -46,6 +45,7 @@ __all__ = [
     "EXIT_USAGE",
     "configure",
     "parse_ready",
+    "parse_since",
     "run",
 ]
 
@@ -68,13 +68,11 @@ def run(args: argparse.Namespace) -> int:
         return _usage("run needs a command after '--' (or --shell LINE)")
     if args.verb != "run" and command:
         return _usage(f"{args.verb} takes no command after '--'")
-    problem = _check_args(args)
-    if problem:
-        return _usage(problem)
-    if getattr(args, "since", None) is not None and args.verb in ("history", "search"):
+    fields: dict[str, object] = {}
+    if args.verb in OPERATIONS:
         try:
-            args.since = parse_since(args.since, time.time())
-        except ValueError as exc:
+            fields = request(args)
+        except ValueError as exc:  # InvalidField and the shared rules' errors
             return _usage(str(exc))
     if args.verb == "bridge" and args.server:
         args.name = args.server
@@ -95,15 +93,15 @@ def run(args: argparse.Namespace) -> int:
         return pump(path)
     try:
         with Client(path, timeout=None) as client:
-            return _VERBS[args.verb](client, args)
+            return _VERBS[args.verb](client, args, fields)
     except CannotConnect as exc:
         print(f"procwindow ctl: {exc}", file=sys.stderr)
         return EXIT_CONNECT
     except ServerError as exc:
         print(f"procwindow ctl: {exc}", file=sys.stderr)
-        if args.verb in ("search", "wait-for") and exc.type == "InvalidPattern":
+        if args.verb in ("search", "wait-for") and exc.code == "invalid-pattern":
             return EXIT_USAGE  # as grep's 2: told apart from "nothing matched"
-        if args.verb in ("wait-for", "ready") and exc.type == "Timeout":
+        if args.verb in ("wait-for", "ready") and exc.code == "timeout":
             return EXIT_TIMEOUT
         return EXIT_SERVER
     except _NotText as exc:

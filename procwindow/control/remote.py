@@ -89,7 +89,7 @@ from ._links import (
     Target,
 )
 from ._protocol import HistoryUnavailable
-from ._remote_calls import _BROKEN, _local_error, _ready_json
+from ._remote_calls import _BROKEN, _ready_json
 from ._remote_lines import MIRROR_LINES, _line, _Mirror, _Subject
 from ._remote_procs import RemoteProc, _exit_of
 from ._remote_sync import BACKOFF_MAX, BACKOFF_MIN, _MirrorSync
@@ -435,7 +435,7 @@ class RemoteSupervisor(_MirrorSync):
         except ServerError as exc:
             if exc.type in _BROKEN:
                 raise Disconnected(f"{self.where}: {exc.message}") from None
-            raise _local_error(exc) from None
+            raise exc.local() from None
         finally:
             client.abort()
             self._clients.discard(client)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..core.spec import MCP_TEXT_CAP
+
 __all__ = [
     "CMD_CAP",
     "HIT_CAP",
@@ -22,7 +24,7 @@ __all__ = [
 ]
 
 #: The most text (UTF-8 bytes) one tool result carries.
-TEXT_CAP = 16 * 1024
+TEXT_CAP = MCP_TEXT_CAP
 #: The most bytes of one search hit's line shown.
 HIT_CAP = 1000
 #: The most characters of a command shown in ``list``.

@@ -1,27 +1,33 @@
-"""The MCP tools of ``procwindow mcp``: :func:`build_app` makes the server and
-defines them, each a few control-socket calls through a :class:`Backend`.
+"""The MCP tools of ``procwindow mcp``: :class:`Tools` does each tool's work, a few
+control-socket calls through a :class:`Backend`; :func:`build_app` makes the server
+and registers them.
 
-Results are dicts the SDK returns as structured content; their text is bounded
-by the helpers of ``_text`` (about :data:`TEXT_CAP` bytes per result).
+A tool's arguments come from the spec of the operation it carries out
+(:mod:`._args`): their names, types, bounds and descriptions, and the checks that
+refuse a bad one. Results are dicts the SDK returns as structured content; their
+text is bounded by the helpers of ``_text`` (about :data:`TEXT_CAP` bytes each).
 """
 
-# No ``from __future__ import annotations`` here: annotations in this module are
-# evaluated when a function is defined. The tools are defined inside build_app,
-# after the SDK is imported, and the SDK reads their signatures (eval_str) to
-# build the tools' JSON schemas.
+from __future__ import annotations
 
 import contextlib
+import inspect
 import os
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+import shlex
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
 
 from ..control.aclient import AsyncClient
+from ..core import ProcwindowError
+from ._args import arg, check_arguments, tool_fields
 from ._backend import Backend, Scope, tool_client
 from ._text import HIT_CAP, TEXT_CAP, byte_size, clip, clip_field, format_lines, proc_row
 
 if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.types import ToolAnnotations
 
-__all__ = ["FALLBACK_AGENT", "INSTRUCTIONS", "LIST_CAP", "TOOL_NAME", "build_app"]
+__all__ = ["FALLBACK_AGENT", "INSTRUCTIONS", "LIST_CAP", "TOOL_NAME", "Tools", "build_app"]
 
 #: The most procs ``list`` shows (newest first).
 LIST_CAP = 100
@@ -31,7 +37,6 @@ TOOL_NAME = "mcp"
 FALLBACK_AGENT = "agent"
 
 #: What the server tells the client about itself and its tools.
-
 INSTRUCTIONS = """\
 procwindow runs commands in the background for you and keeps their output.
 Typical use: `run` a command (you get its id), then `wait_for` a line that shows
@@ -44,116 +49,35 @@ counts up from 1; pass the `cursor` a result gives you as `since` to continue
 after it. Results are capped at about 16 KB of text and say what they left out.
 """
 
+Args = dict[str, Any]
 
-def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
-    """The MCP server and its tools (needs the SDK)."""
-    from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-    from pydantic import Field
 
-    from .. import __version__
+class ToolFailed(ProcwindowError):
+    """A tool cannot do what it was asked (an empty command): its one-line error."""
 
-    app: MCPServer[Any] = MCPServer(
-        "procwindow",
-        title="procwindow",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        log_level="WARNING",
-    )
+    code = "tool-failed"
 
-    def agent_of(ctx: Context) -> str:
-        if scope.agent is None:
+
+class Tools:
+    """What each tool does, given its arguments (checked, absent ones at their
+    defaults) and the call's context (for the client's name)."""
+
+    def __init__(self, backend: Backend, scope: Scope) -> None:
+        self.backend = backend
+        self.scope = scope
+
+    def agent_of(self, ctx: Context) -> str:
+        """The agent of the procs started: --agent, or the MCP client's own name."""
+        if self.scope.agent is None:
             name = None
             with contextlib.suppress(Exception):
                 params = ctx.session.client_params
                 if params is not None:
                     name = params.client_info.name
-            scope.agent = name if isinstance(name, str) and name else FALLBACK_AGENT
-        return scope.agent
+            self.scope.agent = name if isinstance(name, str) and name else FALLBACK_AGENT
+        return self.scope.agent
 
-    Id = Annotated[int, Field(ge=1, description="the process id that `run` returned")]
-    Since = Annotated[
-        int,
-        Field(ge=0, description="only lines after this seq (a `cursor` from an earlier result)"),
-    ]
-    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-
-    @app.tool(
-        name="run",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=False, open_world_hint=True
-        ),
-    )
-    async def run_tool(
-        ctx: Context,
-        command: Annotated[
-            str | list[str],
-            Field(
-                description="a shell command line (run by /bin/sh -c, so pipes, &&, $VARS"
-                " and globs work), or a list: the program and its arguments, run"
-                " directly without a shell"
-            ),
-        ],
-        cwd: Annotated[
-            str | None,
-            Field(description="working directory (default: the MCP server's; relative to it)"),
-        ] = None,
-        env: Annotated[
-            dict[str, str] | None,
-            Field(description="environment variables to add or override"),
-        ] = None,
-        timeout: Annotated[
-            float | None,
-            Field(
-                gt=0,
-                description="seconds it may run; then it is terminated (exit reason"
-                " 'timeout'). Default: no limit",
-            ),
-        ] = None,
-        shell: Annotated[
-            bool | None,
-            Field(
-                description="override how `command` runs: false splits a string into"
-                " words (shell quoting rules) and runs them without a shell; true runs a"
-                " list's items joined by spaces as one shell line"
-            ),
-        ] = None,
-        merge_stderr: Annotated[
-            bool | None,
-            Field(
-                description="true: stderr goes into stdout's pipe, so their lines keep"
-                " their exact order (they are then all reported as stdout)"
-            ),
-        ] = None,
-        stdin: Annotated[
-            bool | None,
-            Field(
-                description="true: keep a pipe to its stdin open, to send input with"
-                " `write` (default: stdin is empty)"
-            ),
-        ] = None,
-        ready: Annotated[
-            str | int | dict[str, Any] | None,
-            Field(
-                description="how it shows it is ready, for `wait_ready`: a string is a"
-                ' regex a line of its output must match ("listening on"); an integer, a'
-                " TCP port on 127.0.0.1 that must accept a connection (8080); an object"
-                ' holds exactly one of "line" (with "regex": false for plain text,'
-                ' "stream"), "port" (with "host"), "command" (a list) or "shell" (a'
-                ' line): a command that must exit 0, and may hold "interval" and'
-                ' "timeout" seconds'
-            ),
-        ] = None,
-        reuse: Annotated[
-            bool | None,
-            Field(
-                description="true: if the same command already runs in the same directory,"
-                " session and agent, return that process instead of starting a second one"
-                " (for dev servers)"
-            ),
-        ] = None,
-    ) -> dict[str, Any]:
+    async def run(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Start a command in the background and return at once with its id.
 
         The process keeps running after this call; its stdout and stderr are
@@ -162,56 +86,26 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
         runs long or that you want to watch: servers, builds, test suites,
         watchers. Returns {"id", "os_pid", ...}.
         """
-        fields: dict[str, Any] = {}
-        if isinstance(command, str):
-            if shell is False:
-                import shlex
-
-                try:
-                    fields["argv"] = shlex.split(command)
-                except ValueError as exc:
-                    raise ToolError(f"cannot split the command into words: {exc}") from None
-            else:
-                fields["shell"] = command
-        elif shell:
-            fields["shell"] = " ".join(command)
-        else:
-            fields["argv"] = list(command)
-        if not fields.get("argv", True) or fields.get("shell") == "":
-            raise ToolError("the command is empty")
-        fields["cwd"] = _cwd(cwd)
-        if env:
-            fields["env"] = env
+        fields = _command(args["command"], args["shell"])
+        fields["cwd"] = _cwd(args["cwd"])
         # Optional fields are sent only when asked for.
-        if timeout is not None:
-            fields["timeout"] = timeout
-        for name, flag in (("merge_stderr", merge_stderr), ("stdin", stdin), ("reuse", reuse)):
-            if flag:
+        for name in ("env", "timeout", "ready"):
+            if args[name]:
+                fields[name] = args[name]
+        for name in ("merge_stderr", "stdin", "reuse"):
+            if args[name]:
                 fields[name] = True
-        if ready is not None:
-            # The protocol takes an object; a string and a number are shorthands here.
-            if isinstance(ready, str):
-                fields["ready"] = {"line": ready}
-            elif isinstance(ready, int):
-                fields["ready"] = {"port": ready}
-            else:
-                fields["ready"] = ready
-        agent = agent_of(ctx)
-        async with tool_client(backend) as c:
+        agent = self.agent_of(ctx)
+        async with tool_client(self.backend) as c:
             result = await c.call(
-                "run", session=scope.session, agent=agent, tool=TOOL_NAME, **fields
+                "run", session=self.scope.session, agent=agent, tool=TOOL_NAME, **fields
             )
         out = dict(result) if isinstance(result, dict) else {"result": result}
-        out.setdefault("session", scope.session)
+        out.setdefault("session", self.scope.session)
         out.setdefault("agent", agent)
         return out
 
-    @app.tool(name="read", annotations=reads)
-    async def read_tool(
-        id: Id,
-        since: Since = 0,
-        limit: Annotated[int, Field(ge=1, le=5000, description="at most this many lines")] = 200,
-    ) -> dict[str, Any]:
+    async def read(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Read a process's output lines after a cursor, oldest first, as text.
 
         Lines from stderr start with "[stderr] ". A last line starting with
@@ -225,13 +119,16 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
         how the process ended. For a long output, `excerpt` (head and tail) is
         usually the better first look.
         """
-        async with tool_client(backend) as c:
-            out = await c.call("out", proc=id, since=since, limit=limit, partial=True)
-            info = await _proc_info(c, id)
+        proc_id, since, limit = args["id"], args["since"], args["limit"]
+        async with tool_client(self.backend) as c:
+            out = await c.call(
+                "out", proc=proc_id, since=since, limit=limit, stream=args["stream"], partial=True
+            )
+            info = await _proc_info(c, proc_id)
         lines = out.get("lines") or []
         text, shown, last = format_lines(lines)
         left = len(lines) - shown
-        result: dict[str, Any] = {"id": id, "text": text, "lines": shown}
+        result: dict[str, Any] = {"id": proc_id, "text": text, "lines": shown}
         result["cursor"] = out.get("cursor", since) if left == 0 else last
         result["more"] = left > 0 or (not out.get("eof", False) and len(lines) >= limit)
         result["eof"] = bool(out.get("eof")) and left == 0
@@ -240,25 +137,15 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
                 f"{left} more line(s) were left out to keep this result small;"
                 f" read again with since={result['cursor']}"
             )
-        if out.get("dropped"):
-            result["dropped"] = out["dropped"]
-        if out.get("cut_bytes"):
-            result["cut_bytes"] = out["cut_bytes"]
+        for key in ("dropped", "cut_bytes"):
+            if out.get(key):
+                result[key] = out[key]
         if info is not None:
             result["state"] = info.get("state")
             result["exit"] = info.get("exit")
         return result
 
-    @app.tool(name="excerpt", annotations=reads)
-    async def excerpt_tool(
-        id: Id,
-        head: Annotated[int, Field(ge=0, le=1000, description="lines from the start")] = 20,
-        tail: Annotated[int, Field(ge=0, le=1000, description="lines from the end")] = 40,
-        max_bytes: Annotated[
-            int, Field(ge=256, le=TEXT_CAP, description="at most this much text")
-        ] = 8000,
-        since: Since = 0,
-    ) -> dict[str, Any]:
+    async def excerpt(self, args: Args, ctx: Context) -> dict[str, Any]:
         """The first and last lines of a process's output (after `since`), with
         what was left out in between counted: the quick way to see how a build
         or a test run went.
@@ -267,40 +154,13 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
         "eof", "exit"}; `cursor` is the seq of the last line, to pass as `since`
         to `read` or `wait_for` what comes next.
         """
-        async with tool_client(backend) as c:
-            result = await c.call(
-                "excerpt", proc=id, head=head, tail=tail, max_bytes=max_bytes, since=since
-            )
-        result = dict(result)
+        fields = {k: args[k] for k in ("head", "tail", "max_bytes", "since")}
+        async with tool_client(self.backend) as c:
+            result = dict(await c.call("excerpt", proc=args["id"], **fields))
         clip_field(result, "text")
         return result
 
-    @app.tool(name="wait_for", annotations=reads)
-    async def wait_for_tool(
-        id: Id,
-        pattern: Annotated[
-            str,
-            Field(
-                min_length=1,
-                description="what the line must contain: a Python regex (re.search), or"
-                " plain text with regex=false",
-            ),
-        ],
-        regex: Annotated[bool, Field(description="false: `pattern` is plain text")] = True,
-        since: Since = 0,
-        timeout: Annotated[
-            float,
-            Field(
-                gt=0,
-                le=3600,
-                description="seconds to wait; keep it under your client's tool-call timeout",
-            ),
-        ] = 30,
-        stream: Annotated[
-            Literal["stdout", "stderr"] | None,
-            Field(description="only lines of this stream (default: both)"),
-        ] = None,
-    ) -> dict[str, Any]:
+    async def wait_for(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Wait until a process writes a line matching `pattern` (lines already
         written after `since` count too), e.g. "listening on" for a server, or
         "passed|failed" for a test run.
@@ -310,17 +170,9 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
         process ended without such a line (the message says how it exited), and
         with Timeout after `timeout` seconds (the process keeps running).
         """
-        async with tool_client(backend) as c:
-            result = await c.call(
-                "wait_for",
-                proc=id,
-                pattern=pattern,
-                regex=regex,
-                stream=stream,
-                since=since,
-                timeout=timeout,
-            )
-        result = dict(result)
+        fields = {k: args[k] for k in ("pattern", "regex", "stream", "since", "timeout")}
+        async with tool_client(self.backend) as c:
+            result = dict(await c.call("wait_for", proc=args["id"], **fields))
         line = result.get("line")
         if isinstance(line, dict):
             line = dict(line)
@@ -328,134 +180,73 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
             result["line"] = line
         return result
 
-    @app.tool(name="wait_ready", annotations=reads)
-    async def wait_ready_tool(
-        id: Id,
-        timeout: Annotated[
-            float,
-            Field(
-                gt=0,
-                le=3600,
-                description="seconds to wait; keep it under your client's tool-call timeout",
-            ),
-        ] = 30,
-    ) -> dict[str, Any]:
+    async def wait_ready(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Wait until the readiness check given to `run` (its `ready` argument)
         passes. Returns {"ready": true, "proc": {...}}; fails with NotReady if
         the process exits first or the check gives up, and with Timeout after
         `timeout` seconds (the process keeps running)."""
-        async with tool_client(backend) as c:
-            result = await c.call("ready", proc=id, timeout=timeout)
-        result = dict(result)
+        async with tool_client(self.backend) as c:
+            result = dict(await c.call("ready", proc=args["id"], timeout=args["timeout"]))
         if isinstance(result.get("proc"), dict):
             result["proc"] = proc_row(result["proc"], with_scope=False)
         return result
 
-    @app.tool(
-        name="write",
-        annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False),
-    )
-    async def write_tool(
-        id: Id,
-        data: Annotated[
-            str,
-            Field(description="text to send to its stdin, as is (add \\n to end a line)"),
-        ],
-        close: Annotated[
-            bool, Field(description="close its stdin afterwards (it then reads end-of-file)")
-        ] = False,
-    ) -> dict[str, Any]:
+    async def write(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Send text to the stdin of a process started with `stdin: true` (a
         prompt waiting for an answer, a REPL, a filter). Returns {"written":
         bytes, "closed": bool when `close` was asked}."""
-        async with tool_client(backend) as c:
-            result = await c.call("write", proc=id, data=data, close=close)
+        async with tool_client(self.backend) as c:
+            result = await c.call("write", proc=args["id"], data=args["data"], close=args["close"])
         return dict(result) if isinstance(result, dict) else {"written": result}
 
-    @app.tool(
-        name="term",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True
-        ),
-    )
-    async def term_tool(id: Id) -> dict[str, Any]:
+    async def term(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Stop a process gracefully: SIGTERM to it and its children, then SIGKILL
         if it has not exited after its grace period. Waits for the exit and
         returns {"id", "exit": {"code", "signal", "reason", "runtime"}}."""
-        async with tool_client(backend) as c:
-            result = await c.call("term", proc=id)
-        return {"id": id, "exit": result}
+        async with tool_client(self.backend) as c:
+            result = await c.call("term", proc=args["id"])
+        return {"id": args["id"], "exit": result}
 
-    @app.tool(
-        name="kill",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True
-        ),
-    )
-    async def kill_tool(id: Id) -> dict[str, Any]:
+    async def kill(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Kill a process and its children now (SIGKILL). Waits for the exit and
         returns {"id", "exit": {"code", "signal", "reason", "runtime"}}."""
-        async with tool_client(backend) as c:
-            result = await c.call("kill", proc=id)
-        return {"id": id, "exit": result}
+        async with tool_client(self.backend) as c:
+            result = await c.call("kill", proc=args["id"])
+        return {"id": args["id"], "exit": result}
 
-    @app.tool(name="list", annotations=reads)
-    async def list_tool(
-        ctx: Context,
-        all_sessions: Annotated[
-            bool,
-            Field(description="list every process of the server, not only yours"),
-        ] = False,
-    ) -> dict[str, Any]:
+    async def list(self, args: Args, ctx: Context) -> dict[str, Any]:
         """List your processes, newest first: {"procs": [{"id", "state", "code",
         "reason", "runtime", "cmd"}], ...}. `state` is starting, running, stopping
         or exited; `code` and `reason` (exited, failed, terminated, killed,
         escalated, timeout, lost) are there once it exited."""
-        agent = agent_of(ctx)
-        fields = {} if all_sessions else {"session": scope.session, "agent": agent}
-        async with tool_client(backend) as c:
+        every = args["all_sessions"]
+        agent = self.agent_of(ctx)
+        fields = {} if every else {"session": self.scope.session, "agent": agent}
+        async with tool_client(self.backend) as c:
             procs = await c.call("procs", **fields)
-        rows = [proc_row(p, all_sessions) for p in procs[:LIST_CAP]]
+        rows = [proc_row(p, every) for p in procs[:LIST_CAP]]
         result: dict[str, Any] = {"procs": rows, "count": len(procs)}
         if len(procs) > len(rows):
             result["note"] = f"the {len(procs) - len(rows)} oldest were left out"
-        if not all_sessions:
-            result["session"], result["agent"] = scope.session, agent
+        if not every:
+            result["session"], result["agent"] = self.scope.session, agent
         return result
 
-    @app.tool(name="search", annotations=reads)
-    async def search_tool(
-        ctx: Context,
-        pattern: Annotated[
-            str,
-            Field(min_length=1, description="text to find (case-insensitive), or a regex"),
-        ],
-        regex: Annotated[
-            bool, Field(description="true: `pattern` is a Python regex (re.search)")
-        ] = False,
-        limit: Annotated[int, Field(ge=1, le=500, description="at most this many lines")] = 50,
-        id: Annotated[
-            int | None, Field(ge=1, description="search this process's output only")
-        ] = None,
-        all_sessions: Annotated[
-            bool,
-            Field(description="search every process's output, not only yours"),
-        ] = False,
-    ) -> dict[str, Any]:
+    async def search(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Find output lines matching `pattern` in your processes (running and
         finished), newest processes first: {"hits": [{"id", "seq", "stream",
         "text"}], "limited"}. `limited` is true when more lines would match;
         give `id` and `since` to `read` to see a hit in context."""
-        fields: dict[str, Any] = {"pattern": pattern, "regex": regex, "limit": limit}
-        if id is not None:
-            fields["proc"] = id
-        if not all_sessions:
-            fields["session"], fields["agent"] = scope.session, agent_of(ctx)
+        every = args["all_sessions"]
+        fields = {"pattern": args["pattern"], "regex": args["regex"], "limit": args["limit"]}
+        if args["id"] is not None:
+            fields["proc"] = args["id"]
+        if not every:
+            fields["session"], fields["agent"] = self.scope.session, self.agent_of(ctx)
         hits: list[dict[str, Any]] = []
-        used = 0
-        limited = False
+        used, limited = 0, False
         async with (
-            tool_client(backend) as c,
+            tool_client(self.backend) as c,
             contextlib.aclosing(c.stream("search", **fields)) as messages,
         ):
             async for message in messages:
@@ -466,15 +257,7 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
                 hit = message.get("hit")
                 if not isinstance(hit, dict):
                     continue
-                text, lost = clip(str(hit.get("text", "")), HIT_CAP)
-                row: dict[str, Any] = {
-                    "id": hit.get("proc"),
-                    "seq": hit.get("seq"),
-                    "stream": hit.get("stream"),
-                    "text": text + (f" [… {lost} more bytes]" if lost else ""),
-                }
-                if all_sessions:
-                    row["session"], row["agent"] = hit.get("session"), hit.get("agent")
+                row = _hit_row(hit, every)
                 used += byte_size(row["text"]) + 40
                 if used > TEXT_CAP:
                     limited = True
@@ -482,7 +265,39 @@ def build_app(backend: Backend, scope: Scope) -> "MCPServer[Any]":
                 hits.append(row)
         return {"hits": hits, "limited": limited}
 
-    return app
+
+def _hit_row(hit: dict[str, Any], with_scope: bool) -> dict[str, Any]:
+    text, lost = clip(str(hit.get("text", "")), HIT_CAP)
+    row: dict[str, Any] = {
+        "id": hit.get("proc"),
+        "seq": hit.get("seq"),
+        "stream": hit.get("stream"),
+        "text": text + (f" [… {lost} more bytes]" if lost else ""),
+    }
+    if with_scope:
+        row["session"], row["agent"] = hit.get("session"), hit.get("agent")
+    return row
+
+
+def _command(command: str | list[str], shell: bool | None) -> dict[str, Any]:
+    """``run``'s command as the protocol takes it: a shell line or an argv. A list
+    run by a shell is quoted word by word (``shlex.join``), so each item stays one
+    word of the line."""
+    if isinstance(command, str):
+        if shell is False:
+            try:
+                argv = shlex.split(command)
+            except ValueError as exc:
+                raise ToolFailed(f"cannot split the command into words: {exc}") from None
+            if not argv:
+                raise ToolFailed("the command is empty")
+            return {"argv": argv}
+        if not command.strip():
+            raise ToolFailed("the command is empty")
+        return {"shell": command}
+    if not command or not all(isinstance(word, str) for word in command):
+        raise ToolFailed("the command is empty" if not command else "a command is strings")
+    return {"shell": shlex.join(command)} if shell else {"argv": list(command)}
 
 
 def _cwd(cwd: str | None) -> str:
@@ -498,3 +313,90 @@ async def _proc_info(client: AsyncClient, proc_id: int) -> dict[str, Any] | None
         if isinstance(p, dict) and p.get("id") == proc_id:
             return p
     return None
+
+
+# -- the server ------------------------------------------------------------------------
+
+
+def build_app(backend: Backend, scope: Scope) -> MCPServer[Any]:
+    """The MCP server and its tools (needs the SDK)."""
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from .. import __version__
+
+    class Server(MCPServer[Any]):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            # The spec refuses a bad argument here, in one line, as every surface does.
+            try:
+                check_arguments(name, arguments)
+            except ProcwindowError as exc:
+                raise ToolError(str(exc)) from None
+            return await super().call_tool(name, arguments, context)
+
+    app = Server(
+        "procwindow",
+        title="procwindow",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    tools = Tools(backend, scope)
+    for name, hints in _hints().items():
+        method = getattr(tools, name)
+        app.add_tool(_tool_function(name, method, Context, ToolError), name=name, annotations=hints)
+    return app
+
+
+def _hints() -> dict[str, ToolAnnotations]:
+    """Each tool, and what it tells the client of itself."""
+    from mcp.types import ToolAnnotations
+
+    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    stops = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True)
+    return {
+        "run": ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
+        "read": reads,
+        "excerpt": reads,
+        "wait_for": reads,
+        "wait_ready": reads,
+        "write": ToolAnnotations(read_only_hint=False, destructive_hint=False),
+        "term": stops,
+        "kill": stops,
+        "list": reads,
+        "search": reads,
+    }
+
+
+def _tool_function(
+    name: str,
+    method: Callable[[Args, Any], Awaitable[dict[str, Any]]],
+    context: type,
+    tool_error: type[Exception],
+) -> Callable[..., Awaitable[dict[str, Any]]]:
+    """The function the SDK registers for tool ``name``: its signature is the tool's
+    arguments as the spec gives them (the SDK makes the input schema from it), plus
+    the call's context; it hands them to ``method`` as one dict."""
+
+    async def call(ctx: Any, **args: Any) -> dict[str, Any]:
+        try:
+            return await method(args, ctx)
+        except ToolFailed as exc:
+            raise tool_error(str(exc)) from None
+
+    keyword = inspect.Parameter.KEYWORD_ONLY
+    params = [
+        inspect.Parameter(
+            f.name,
+            keyword,
+            default=inspect.Parameter.empty if f.required else f.default,
+            annotation=arg(name, f.name),
+        )
+        for f in tool_fields(name).values()
+    ]
+    params.append(inspect.Parameter("ctx", keyword, annotation=context))
+    call.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": dict[str, Any]}
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = method.__doc__
+    return call

@@ -348,7 +348,10 @@ def test_wait_for_hit_no_match_timeout_and_ctl_exit_codes(server):
     )
     assert reply["error"] == {
         "type": "Timeout",
+        "code": "timeout",
         "message": f"proc {sleeper}: no line matched 'x' within 0.3 s",
+        "proc_id": sleeper,
+        "seconds": 0.3,
     }
     with Client(server.path) as c:
         assert _proc(c, sleeper)["state"] == "running"
@@ -364,7 +367,9 @@ def test_wait_for_hit_no_match_timeout_and_ctl_exit_codes(server):
     _one_line_error(server.ctl("wait-for", "999", "x", check=False), 1, "no such proc: 999")
     _one_line_error(server.ctl("wait-for", str(done), check=False), 2, "needs a PATTERN")
     _one_line_error(
-        server.ctl("wait-for", str(done), "x", "--timeout", "0", check=False), 2, "--timeout"
+        server.ctl("wait-for", str(done), "x", "--timeout", "0", check=False),
+        2,
+        "timeout must be a positive number of seconds, got 0",
     )
     # -F: the pattern is text; a pattern that starts with '-' goes after '--'
     assert server.ctl("wait-for", str(done), "o.e", "-F", check=False).returncode == 1
@@ -533,11 +538,11 @@ def test_excerpt_and_its_bounds(server):
         assert len(small["text"].encode()) <= 256
         assert small["omitted_lines"] > 0
     for fields, fact in (
-        ({"max_bytes": 100}, "'max_bytes' must be at least 256"),
-        ({"max_bytes": 2 * 1024 * 1024}, "'max_bytes' must be at most 1048576"),
-        ({"head": 6000, "tail": 6000}, "together must be at most 10000"),
-        ({"head": -1}, "'head' must be at least 0"),
-        ({"tail": "3"}, "'tail' must be an integer"),
+        ({"max_bytes": 100}, "max_bytes must be an integer of at least 256, got 100"),
+        ({"max_bytes": 2 * 1024 * 1024}, "max_bytes must be an integer of at most 1048576"),
+        ({"head": 6000, "tail": 6000}, "head and tail together must be at most 10000"),
+        ({"head": -1}, "head must be an integer of at least 0, got -1"),
+        ({"tail": "3"}, "tail must be an integer of at least 0, got '3'"),
     ):
         reply = server.request({"op": "excerpt", "proc": proc_id, **fields})
         assert reply["error"]["code"] == "bad-field", reply
@@ -614,24 +619,25 @@ def test_events_of_one_proc_with_partial_ready_and_the_exits_last_seq(server):
 @pytest.mark.parametrize(
     ("fields", "fact"),
     [
-        ({"ready": {"port": 0}}, "run: 'ready': ready port must be 1-65535"),
+        ({"ready": {"port": 0}}, "ready port must be 1-65535"),
         ({"ready": {"port": True}}, "'port' must be an integer"),
         ({"ready": {"pattern": "x"}}, 'exactly one of "line", "port", "command" or "shell"'),
         ({"ready": {"line": "x", "port": 80}}, "exactly one of"),
         ({"ready": {"line": "x", "host": "h"}}, "a line check takes no 'host'"),
         ({"ready": {"line": "("}}, "invalid pattern '('"),
         ({"ready": {"line": "x", "stream": "both"}}, "'stream' is 'stdout' or 'stderr'"),
-        ({"ready": {"command": []}}, "run: 'ready':"),
+        ({"ready": {"command": []}}, "ready: argv must not be empty"),
         ({"ready": {"command": "true"}}, "'command' must be a list of strings"),
         ({"ready": {"shell": "true", "interval": -1}}, "interval"),
         ({"ready": {"port": 80, "timeout": 0}}, "timeout"),
-        ({"ready": "listening"}, "an object with one of"),
-        ({"timeout": -1}, "run: 'timeout' must be a positive number of seconds"),
-        ({"timeout": "5"}, "'timeout' must be a positive number of seconds"),
-        ({"timeout": 10**400}, "'timeout' must be a positive number of seconds"),
-        ({"merge_stderr": "yes"}, "'merge_stderr' must be true or false"),
-        ({"stdin": 1}, "'stdin' must be true or false"),
-        ({"reuse": None, "colour": 1}, "unknown field(s) colour"),
+        ({"ready": True}, "ready must be a line pattern, a port or an object with one of"),
+        ({"ready": 1.5}, "ready must be a line pattern, a port or an object with one of"),
+        ({"timeout": -1}, "timeout must be a positive number of seconds, got -1"),
+        ({"timeout": "5"}, "timeout must be a positive number of seconds, got '5'"),
+        ({"timeout": 10**400}, "timeout must be a positive number of seconds"),
+        ({"merge_stderr": "yes"}, "merge_stderr must be true or false, got 'yes'"),
+        ({"stdin": 1}, "stdin must be true or false, got 1"),
+        ({"reuse": None, "colour": 1}, "unknown field 'colour': run takes session, agent,"),
     ],
 )
 def test_bad_run_fields_are_one_line_errors(server, fields, fact):
@@ -652,34 +658,34 @@ def test_bad_agent_verb_fields_and_stdin_errors(server):
     for request, kind, fact in (
         ({"op": "write", "proc": sleeper, "data": "x"}, "StdinClosed", 'run it with "stdin"'),
         ({"op": "write", "proc": sleeper, "close": True}, "StdinClosed", "has no stdin"),
-        ({"op": "write", "proc": sleeper, "data": 5}, "ProtocolError", "'data' must be a string"),
+        ({"op": "write", "proc": sleeper, "data": 5}, "InvalidField", "data must be a string"),
         ({"op": "write", "proc": 999, "data": "x"}, "ProcNotFound", "no such proc: 999"),
-        ({"op": "wait_for", "proc": sleeper}, "ProtocolError", "'pattern' must be a string"),
+        ({"op": "wait_for", "proc": sleeper}, "InvalidField", "pattern is required"),
         ({"op": "wait_for", "proc": sleeper, "pattern": ""}, "InvalidPattern", "non-empty"),
         (
             {"op": "wait_for", "proc": sleeper, "pattern": "x", "regex": "no"},
-            "ProtocolError",
-            "'regex'",
+            "InvalidField",
+            "regex must be true or false, got 'no'",
         ),
         (
             {"op": "wait_for", "proc": sleeper, "pattern": "x", "stream": "all"},
-            "ProtocolError",
-            "'stream'",
+            "InvalidField",
+            "stream must be one of stdout, stderr, got 'all'",
         ),
         (
             {"op": "wait_for", "proc": sleeper, "pattern": "x", "timeout": -2},
-            "ProtocolError",
-            "'timeout'",
+            "InvalidField",
+            "timeout must be a positive number of seconds, got -2",
         ),
         (
             {"op": "wait_for", "proc": sleeper, "pattern": "x", "since": -1},
-            "ProtocolError",
-            "'since'",
+            "InvalidField",
+            "since must be an integer of at least 0, got -1",
         ),
-        ({"op": "ready", "proc": sleeper, "timeout": 0}, "ProtocolError", "'timeout'"),
-        ({"op": "ready", "proc": 0}, "ProtocolError", "'proc' must be at least 1"),
-        ({"op": "out", "proc": sleeper, "partial": 1}, "ProtocolError", "'partial'"),
-        ({"op": "events", "proc": "1"}, "ProtocolError", "'proc' must be an integer"),
+        ({"op": "ready", "proc": sleeper, "timeout": 0}, "InvalidField", "timeout must be"),
+        ({"op": "ready", "proc": 0}, "InvalidField", "proc must be an integer of at least 1"),
+        ({"op": "out", "proc": sleeper, "partial": 1}, "InvalidField", "partial must be true"),
+        ({"op": "events", "proc": "1"}, "InvalidField", "proc must be an integer of at least 1"),
     ):
         with server.connect() as sock:
             reply = server.request(request, sock)
@@ -694,12 +700,14 @@ def test_bad_agent_verb_fields_and_stdin_errors(server):
         (("--ready", "bogus"), "--ready: cannot read 'bogus'"),
         (("--ready", "port:99999"), "PORT 1-65535"),
         (("--ready", "line:("), "is not a regex"),
-        (("--timeout", "-1"), "--timeout must be a positive number of seconds"),
+        (("--timeout", "-1"), "timeout must be a positive number of seconds, got -1"),
         (("--ready-timeout", "2"), "--ready-timeout needs --ready"),
     ):
         _one_line_error(server.ctl(*base, *args, "--", "true", check=False), 2, fact)
     _one_line_error(
-        server.ctl("ready", str(sleeper), "--timeout", "-1", check=False), 2, "--timeout"
+        server.ctl("ready", str(sleeper), "--timeout", "-1", check=False),
+        2,
+        "timeout must be a positive number of seconds, got -1",
     )
     assert json.loads(server.ctl("--json", "idx").stdout)[0]["id"] == sleeper  # none started
 

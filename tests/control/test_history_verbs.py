@@ -168,12 +168,15 @@ def test_history_lists_procs_newest_first_and_filters(server):
     _one_line_error(server.ctl("history", "--since", "5", check=False), 2, "--since")
     _one_line_error(server.ctl("history", "--since", "soon", check=False), 2, "30m")
     for request, fact in (
-        ({"reason": "nope"}, "'reason' is one of escalated, exited"),
-        ({"since": "yesterday"}, "'since' must be a number"),
-        ({"since": True}, "'since' must be a number"),
-        ({"limit": 0}, "'limit' must be at least 1"),
-        ({"session": 5}, "'session' must be a string"),
-        ({"pattern": "x"}, "unknown field(s) pattern"),
+        (
+            {"reason": "nope"},
+            "reason must be one of exited, failed, terminated, killed, escalated, lost,",
+        ),
+        ({"since": "yesterday"}, "since must be a time in Unix seconds, got 'yesterday'"),
+        ({"since": True}, "since must be a time in Unix seconds, got True"),
+        ({"limit": 0}, "limit must be an integer of at least 1, got 0"),
+        ({"session": 5}, "session must be a string, got 5"),
+        ({"pattern": "x"}, "unknown field 'pattern': history takes session, agent,"),
     ):
         reply = server.request({"op": "history", **request})
         assert reply["ok"] is False
@@ -334,9 +337,9 @@ def test_search_prints_matching_lines_like_grep(server):
     reply = server.request({"op": "search", "pattern": "x", "proc": 0})
     assert reply["error"]["code"] == "bad-field"
     reply = server.request({"op": "search", "pattern": "x", "regex": "yes"})
-    assert "'regex' must be true or false" in reply["error"]["message"]
+    assert "regex must be true or false, got 'yes'" in reply["error"]["message"]
     reply = server.request({"op": "search"})
-    assert "'pattern' must be a string" in reply["error"]["message"]
+    assert reply["error"]["message"] == "pattern is required"
 
 
 @contextlib.asynccontextmanager
@@ -383,7 +386,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await _complete(sup, p.id)
             messages = await _messages(server.path, {"op": "search", "id": 1, "pattern": "HIT"})
             assert [m["hit"]["text"] for m in messages[:-1]] == ["hit 1", "hit 2", "hit 3"]
-            assert all("ok" not in m and m["id"] == 1 and m["v"] == 4 for m in messages[:-1])
+            assert all("ok" not in m and m["id"] == 1 and m["v"] == 5 for m in messages[:-1])
             assert messages[-1]["result"] == {"hits": 3, "limited": False}
 
             # A search that finds a hit, then scans on (as through gigabytes) for the
@@ -425,7 +428,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await asyncio.wait_for(closed.wait(), 10)
             sup.search = real  # type: ignore[method-assign]
             hello = await _messages(server.path, {"op": "hello"})
-            assert hello[-1]["result"]["protocol"] == 4
+            assert hello[-1]["result"]["protocol"] == 5
 
     asyncio.run(main())
 
@@ -454,7 +457,7 @@ def test_dismiss_keeps_the_history_and_forget_deletes_it(server, tmp_path):
     assert files(p) == [f"{p}.journal", f"{p}.stderr.log", f"{p}.stdout.log"]
     reply = server.request({"op": "dismiss", "proc": p, "keep_logs": True})
     assert reply["error"]["code"] == "bad-field"
-    assert "unknown field(s) keep_logs" in reply["error"]["message"]
+    assert "unknown field 'keep_logs': dismiss takes proc" in reply["error"]["message"]
 
     assert server.ctl("forget", str(p)).stdout == f"{p}: forgotten\n"
     assert _history(server) == []
@@ -680,7 +683,9 @@ def test_without_history_search_out_and_the_cut_mark_still_work(tmp_path):
             assert reply["ok"] is False
             assert reply["error"] == {
                 "type": "HistoryUnavailable",
+                "code": "history-unavailable",
                 "message": "history is off: this server keeps none",
+                "why": None,
             }
             # search covers the live procs
             request = {"op": "search", "pattern": "LINE 1999", "proc": small.id}
@@ -724,7 +729,9 @@ def test_history_error_names_why_history_stopped(tmp_path):
             (reply,) = await _messages(server.path, {"op": "history"})
             assert reply["error"] == {
                 "type": "HistoryUnavailable",
+                "code": "history-unavailable",
                 "message": "history is off: /x/history.db: disk I/O error",
+                "why": "/x/history.db: disk I/O error",
             }
 
     asyncio.run(main())

@@ -25,15 +25,23 @@ def _still_serving(server):
         (b"[1, 2, 3]\n", "malformed", "a request is a JSON object"),
         (b'{"id": 1}\n', "malformed", "missing 'op'"),
         (b'{"op": "frobnicate"}\n', "unknown-op", "unknown request 'frobnicate'"),
-        (b'{"op": "idx", "colour": "red"}\n', "bad-field", "unknown field(s) colour"),
-        (b'{"op": "term", "proc": "five"}\n', "bad-field", "'proc' must be an integer"),
+        (
+            b'{"op": "idx", "colour": "red"}\n',
+            "bad-field",
+            "unknown field 'colour': idx takes session, agent",
+        ),
+        (
+            b'{"op": "term", "proc": "five"}\n',
+            "bad-field",
+            "proc must be an integer of at least 1, got 'five'",
+        ),
         (b'{"op": "idx", "v": 99}\n', "version", "protocol version 99"),
         (b'{"op": "idx", "v": 2}\n', "version", "protocol version 2 is not supported"),
-        (b'{"op": "events", "pattern": "a..b"}\n', None, "invalid pattern"),
-        (b'{"op": "run", "session": "s", "agent": "a"}\n', "bad-field", "exactly one of argv"),
+        (b'{"op": "events", "pattern": "a..b"}\n', "invalid-pattern", "invalid pattern"),
+        (b'{"op": "run", "session": "s", "agent": "a"}\n', "invalid-argv", "exactly one of argv"),
         (
             b'{"op": "run", "session": "s*x", "agent": "a", "argv": ["true"]}\n',
-            None,
+            "invalid-scope",
             "may not contain",
         ),
         (b'\xff\xfe{"op"\n', "malformed", "not a JSON object"),
@@ -44,12 +52,11 @@ def test_bad_requests_get_clear_errors_on_a_live_connection(server, line, code, 
         reply = server.request(line, sock)
         assert reply["ok"] is False
         assert fact in reply["error"]["message"]
-        if code is not None:
-            assert reply["error"]["code"] == code
+        assert reply["error"]["code"] == code
         # the same connection still works
         ok = server.request({"op": "hello", "id": 2}, sock)
         assert ok["ok"] is True
-        assert ok["result"]["protocol"] == 4
+        assert ok["result"]["protocol"] == 5
     _still_serving(server)
 
 
@@ -57,7 +64,12 @@ def test_unknown_id_is_proc_not_found(server):
     for op in ("term", "kill", "interrupt", "dismiss", "restart", "out"):
         reply = server.request({"op": op, "proc": 404})
         assert reply["ok"] is False
-        assert reply["error"] == {"type": "ProcNotFound", "message": "no such proc: 404"}
+        assert reply["error"] == {
+            "type": "ProcNotFound",
+            "code": "proc-not-found",
+            "message": "no such proc: 404",
+            "proc_id": 404,
+        }
     _still_serving(server)
 
 

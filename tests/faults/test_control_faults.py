@@ -228,7 +228,7 @@ def test_stuck_out_clients_during_a_flood_keep_the_server_small_and_live(server)
             # Each stuck client was cut off mid-reply rather than buffered for.
             for sock in stuck:
                 data = read_to_end(sock, timeout=SEND_TIMEOUT + 10)
-                assert data.startswith(b'{"v":4,"id":null,"ok":true,"result":{"lines":[')
+                assert data.startswith(b'{"v":5,"id":null,"ok":true,"result":{"lines":[')
                 assert not data.endswith(b"}}\n")
         finally:
             for sock in stuck:
@@ -401,7 +401,7 @@ def test_a_client_that_stops_reading_is_cut_off_and_others_are_served(run, tmp_p
                     await asyncio.sleep(0.05)
                 assert slowest < LATENCY_BOUND
                 cut = await closed_by_server(once, timeout=10)
-                assert cut.startswith(b'{"v":4,"id":null,"ok":true,"result":{"lines":[')
+                assert cut.startswith(b'{"v":5,"id":null,"ok":true,"result":{"lines":[')
                 assert not cut.endswith(b"\n")
                 await closed_by_server(follow, timeout=10)
                 assert (await good.request({"op": "kill", "proc": flood.id}))["ok"] is True
@@ -737,18 +737,26 @@ def test_serve_failures_are_one_line(tmp_path, args, limit_fds, status, fact):
         (b'{"op": "hello", "id": NaN}', "malformed", "NaN is not JSON"),
         (b'{"op": "hello", "id": Infinity}', "malformed", "Infinity is not JSON"),
         (b'{"op": "hello", "v": true}', "version", "protocol version True"),
-        (b'{"op": "out", "proc": 1, "since": -1}', "bad-field", "'since' must be at least 0"),
-        (b'{"op": "out", "proc": 1, "limit": 0}', "bad-field", "'limit' must be at least 1"),
-        (b'{"op": "out", "proc": 1, "limit": true}', "bad-field", "'limit' must be an integer"),
-        (b'{"op": "out", "proc": 1, "limit": 1.5}', "bad-field", "'limit' must be an integer"),
-        (b'{"op": "out", "proc": true}', "bad-field", "'proc' must be an integer"),
-        (b'{"op": "term", "proc": -3}', "bad-field", "'proc' must be at least 1"),
-        (b'{"op": "kill", "proc": 0}', "bad-field", "'proc' must be at least 1"),
-        (b'{"op": "out", "proc": 1, "follow": "yes"}', "bad-field", "'follow' must be true"),
+        (
+            b'{"op": "out", "proc": 1, "since": -1}',
+            "bad-field",
+            "since must be an integer of at least 0",
+        ),
+        (
+            b'{"op": "out", "proc": 1, "limit": 0}',
+            "bad-field",
+            "limit must be an integer of at least 1",
+        ),
+        (b'{"op": "out", "proc": 1, "limit": true}', "bad-field", "limit must be an integer of at"),
+        (b'{"op": "out", "proc": 1, "limit": 1.5}', "bad-field", "limit must be an integer of at"),
+        (b'{"op": "out", "proc": true}', "bad-field", "proc must be an integer of at least 1"),
+        (b'{"op": "term", "proc": -3}', "bad-field", "proc must be an integer of at least 1"),
+        (b'{"op": "kill", "proc": 0}', "bad-field", "proc must be an integer of at least 1"),
+        (b'{"op": "out", "proc": 1, "follow": "yes"}', "bad-field", "follow must be true or false"),
         (
             b'{"op": "dismiss", "proc": 1, "keep_logs": 1}',
             "bad-field",
-            "unknown field(s) keep_logs",
+            "unknown field 'keep_logs': dismiss takes proc",
         ),
         (
             b'{"op": "run", "session": "s", "agent": "a", "argv": ["true"], '
@@ -851,7 +859,7 @@ def one_line_error(done: subprocess.CompletedProcess[str], status: int, fact: st
         (("--name", "a/b", "idx"), "invalid server name"),
         (
             ("run", "--session", "s", "--agent", "a", "--graceful-timeout", "inf", "--", "true"),
-            "--graceful-timeout must be between 0 and 60",
+            "graceful_timeout must be between 0 and 60 seconds, got inf",
         ),
     ],
 )
