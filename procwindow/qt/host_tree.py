@@ -28,6 +28,7 @@ from ._support import connect_all, empty_data, qt_property
 from .hosts import Host
 from .models import SessionModel
 from .models.roles import COUNT_ROLES, DISPLAY, ROOT, SESSION_ROLE_NAMES, ModelIndex, SessionRole
+from .models.sessions import count_text
 
 __all__ = ["HostTreeModel"]
 
@@ -291,6 +292,8 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
             return host.key
         if role == SessionRole.CONNECTED:
             return host.connected
+        if role == SessionRole.COUNT_TEXT and not host.connected:
+            return count_text(0, 0, connected=False)
         if source.isValid():
             return branch.model.data(source, role)
         return self._host_data(branch, role)
@@ -305,7 +308,12 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
             case SessionRole.SESSION | SessionRole.AGENT:
                 return ""
             case SessionRole.RUNNING | SessionRole.TOTAL:
-                return sum(int(model.index(r, 0).data(role)) for r in range(model.rowCount()))
+                return self._host_count(model, role)
+            case SessionRole.COUNT_TEXT:
+                running = self._host_count(model, SessionRole.RUNNING)
+                return count_text(
+                    running, self._host_count(model, SessionRole.TOTAL), connected=True
+                )
             case Qt.ItemDataRole.DisplayRole | SessionRole.LABEL:
                 return host.label if host.connected else f"{host.label} (disconnected)"
             case Qt.ItemDataRole.ToolTipRole:
@@ -313,6 +321,11 @@ class HostTreeModel(QAbstractItemModel):  # type: ignore[operator]  # PySide's s
                 return where if host.connected else f"{where}: disconnected, reconnecting"
             case _:
                 return empty_data(role)
+
+    @staticmethod
+    def _host_count(model: SessionModel, role: int) -> int:
+        """A host's ``running`` or ``total``: its sessions' summed."""
+        return sum(int(model.index(r, 0).data(role)) for r in range(model.rowCount()))
 
     # -- finding nodes --------------------------------------------------------------------
 

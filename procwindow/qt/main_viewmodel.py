@@ -120,6 +120,7 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     activeHostChanged = Signal()
     """``activeHost`` changed, and with it ``activeScope``, ``controller``,
     ``overviewModel`` and ``searchModel``."""
+    searchPlaceholderChanged = Signal()
     detachRequested = Signal(str, arguments=["host"])
     """The person asked to stop watching the host of this key (the application closes its link)."""
 
@@ -152,6 +153,9 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         for host in hosts:
             self._follow(host)
         tree.hostsChanged.connect(self._on_hosts_changed)
+        # The search's placeholder names the host searched when there are several.
+        tree.hostsChanged.connect(self.searchPlaceholderChanged)
+        self.activeHostChanged.connect(self.searchPlaceholderChanged)
         self._on_scope_changed()
 
     # -- the hosts ---------------------------------------------------------------------------
@@ -265,6 +269,14 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     searchModel = Property(SearchModel, _get_search, notify=activeHostChanged)
     """The search across the output of every run of the active host, live and past."""
+
+    def _get_search_placeholder(self) -> str:
+        if self._tree.shows_hosts:  # which supervisor is searched
+            return f"Search the output of every run on {self._host.label}, also past ones…"
+        return "Search the output of every run, also past ones…"
+
+    searchPlaceholder = Property(str, _get_search_placeholder, notify=searchPlaceholderChanged)
+    """What the empty search field says (the host it searches, when there are several)."""
 
     def _on_search_shown(self) -> None:
         if not self._search_shown:

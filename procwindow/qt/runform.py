@@ -220,6 +220,12 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     """The agent the dialog opens on."""
     where = stored_property(str, "_where", scopeChanged, writable=False)
     """The supervisor the command runs on, named, when it is not only this window's ("")."""
+    title = qt_property(
+        str,
+        lambda self: f"Run a command on {self._where}" if self._where else "Run a command",
+        notify=scopeChanged,
+    )
+    """The dialog's title: which supervisor runs the command, when it is not this window's."""
     cwdPlaceholder = stored_property(str, "_cwd_placeholder", scopeChanged, writable=False)
     """What the empty Directory field says (the directory relative paths start from)."""
     busy = stored_property(bool, "_busy", busyChanged, writable=False)

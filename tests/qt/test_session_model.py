@@ -58,6 +58,7 @@ def test_declared_tree_then_live_counts(
         "label": "build",
         "host": "",  # a SessionModel alone: no host, its supervisor in process
         "connected": True,
+        "countText": "",  # no process: nothing beside the name
     }
     assert node(model, "build", "test")["kind"] == "agent"
 
@@ -70,6 +71,7 @@ def test_declared_tree_then_live_counts(
         assert counts(model, "build", "test") == (1, 2)
         assert model.data(model.indexFor("build", "")) == "build  2/3"
         assert node(model, "build", "test")["label"] == "test  1/2"
+        assert node(model, "build")["countText"] == "2/3"
 
         await sup.kill(a.id)
         await until(lambda: counts(model, "build") == (1, 3))

@@ -61,6 +61,7 @@ class HistoryRole(enum.IntEnum):
     LINES = enum.auto()
     LIVE = enum.auto()
     RUNNING = enum.auto()
+    LINES_TEXT = enum.auto()
 
 
 _ROLE_NAMES: dict[int, QByteArray] = {
@@ -76,6 +77,13 @@ _ROLE_NAMES: dict[int, QByteArray] = {
     HistoryRole.LINES: QByteArray(b"lines"),
     HistoryRole.LIVE: QByteArray(b"live"),
     HistoryRole.RUNNING: QByteArray(b"running"),
+    HistoryRole.LINES_TEXT: QByteArray(b"linesText"),
+    Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
+}
+#: What the empty list says, by ``available``.
+_EMPTY_TEXTS = {
+    True: "No runs recorded for this scope",
+    False: "History is off: only this session's processes are listed",
 }
 
 
@@ -122,6 +130,13 @@ class _Row:
             proc.running,
         )
 
+    @property
+    def tool_tip(self) -> str:
+        """The command, its scope and status; a run this supervisor no longer
+        holds says it comes from the history."""
+        where = "" if self.live else "  ·  from the history"
+        return f"{self.command}\n{self.session} / {self.agent}  ·  {self.status_text}{where}"
+
     def value(self, role: int) -> object:
         match role:
             case HistoryRole.PROC_ID:
@@ -148,8 +163,10 @@ class _Row:
                 return self.live
             case HistoryRole.RUNNING:
                 return self.running
+            case HistoryRole.LINES_TEXT:
+                return f"{self.lines:,}"
             case Qt.ItemDataRole.ToolTipRole:
-                return f"{self.command}\n{self.session} / {self.agent} · {self.status_text}"
+                return self.tool_tip
         return empty_data(role)
 
 
@@ -254,6 +271,10 @@ class HistoryModel(QAbstractListModel):
 
     available = stored_property(bool, "_available", availableChanged, writable=False)
     """False when the supervisor keeps no history (then only its own procs show)."""
+    emptyText = qt_property(
+        str, lambda self: _EMPTY_TEXTS[self._available], notify=availableChanged
+    )
+    """What the list says while it is empty."""
 
     # -- reading -------------------------------------------------------------------
 

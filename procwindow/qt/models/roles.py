@@ -221,6 +221,7 @@ class SessionRole(enum.IntEnum):
     LABEL = enum.auto()
     HOST = enum.auto()
     CONNECTED = enum.auto()
+    COUNT_TEXT = enum.auto()
 
 
 SESSION_ROLE_NAMES: dict[int, QByteArray] = {
@@ -235,6 +236,7 @@ SESSION_ROLE_NAMES: dict[int, QByteArray] = {
     SessionRole.LABEL: QByteArray(b"label"),
     SessionRole.HOST: QByteArray(b"host"),
     SessionRole.CONNECTED: QByteArray(b"connected"),
+    SessionRole.COUNT_TEXT: QByteArray(b"countText"),
 }
 
 #: Roles that change with a node's counts.
@@ -244,4 +246,5 @@ COUNT_ROLES = [
     SessionRole.RUNNING,
     SessionRole.TOTAL,
     SessionRole.LABEL,
+    SessionRole.COUNT_TEXT,
 ]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractListModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import InvalidPattern, ProcNotFound, SearchHit, Supervisor
+from procwindow.core import InvalidPattern, ProcNotFound, SearchHit, Stream, Supervisor
 
 from .. import ansi
 from .._support import (
@@ -61,6 +61,9 @@ class SearchRole(enum.IntEnum):
     TIME_TEXT = enum.auto()
     STREAM = enum.auto()
     FIRST_OF_PROC = enum.auto()
+    RUN_TITLE = enum.auto()
+    SCOPE_TEXT = enum.auto()
+    IS_STDERR = enum.auto()
 
 
 _ROLE_NAMES: dict[int, QByteArray] = {
@@ -73,7 +76,13 @@ _ROLE_NAMES: dict[int, QByteArray] = {
     SearchRole.TIME_TEXT: QByteArray(b"timeText"),
     SearchRole.STREAM: QByteArray(b"stream"),
     SearchRole.FIRST_OF_PROC: QByteArray(b"firstOfProc"),
+    SearchRole.RUN_TITLE: QByteArray(b"runTitle"),
+    SearchRole.SCOPE_TEXT: QByteArray(b"scopeText"),
+    SearchRole.IS_STDERR: QByteArray(b"isStderr"),
+    Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
 }
+#: What the line under the field says before any search.
+_HINT = "Enter searches the live processes and the history, newest runs first"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +117,14 @@ class _Hit:
                 return self.stream
             case SearchRole.FIRST_OF_PROC:
                 return self.first_of_proc
+            case SearchRole.RUN_TITLE:  # the heading of its run's lines
+                return self.command or "(forgotten)"
+            case SearchRole.SCOPE_TEXT:
+                return f"{self.session} / {self.agent}  ·  #{self.proc_id}"
+            case SearchRole.IS_STDERR:
+                return self.stream == Stream.STDERR.value
+            case Qt.ItemDataRole.ToolTipRole:
+                return f"Open this run at line {self.seq}"
         return empty_data(role)
 
 
@@ -185,6 +202,9 @@ class SearchModel(QAbstractListModel):
     """``searching… 12 matches in 3 runs``, ``No match``, or why the pattern is bad."""
     statusError = qt_property(bool, _get_error, notify=statusChanged)
     """True when ``statusText`` is an error (a bad regular expression)."""
+    summaryText = qt_property(str, lambda self: self._status or _HINT, notify=statusChanged)
+    """What the line under the search field says: ``statusText``, or before any
+    search what Enter does."""
 
     @Slot()
     def start(self) -> None:

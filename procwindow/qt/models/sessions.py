@@ -14,10 +14,23 @@ from procwindow.core.rules import scope_pattern
 from .._support import EventPump, Lifeline, empty_data, resolve_supervisor
 from .roles import COUNT_ROLES, DISPLAY, ROOT, SESSION_ROLE_NAMES, ModelIndex, SessionRole
 
-__all__ = ["SessionModel"]
+__all__ = ["SessionModel", "count_text"]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
+
+
+def count_text(running: int, total: int, *, connected: bool) -> str:
+    """What a node of the session tree says beside its name: ``2/5`` (running of
+    all), ``disconnected`` while its supervisor is out of reach, "" with no
+    process.
+
+    >>> count_text(2, 5, connected=True), count_text(0, 0, connected=True)
+    ('2/5', '')
+    """
+    if not connected:
+        return "disconnected"
+    return f"{running}/{total}" if total > 0 else ""
 
 
 @dataclass(slots=True, eq=False)
@@ -47,8 +60,9 @@ class SessionModel(QAbstractItemModel):
     nodes are never removed, so rows never move. ``running`` and ``total`` count
     processes (a session: over all its agents), ``label`` reads
     ``"build  2/5"`` (running/total; just the name while empty) and is also
-    ``display``. Counts follow start/exit/dismiss events; a lost event
-    (a full queue) triggers a recount.
+    ``display``; ``countText`` is the count alone (``2/5``, "" while empty).
+    Counts follow start/exit/dismiss events; a lost event (a full queue)
+    triggers a recount.
     """
 
     ROLE_NAMES = SESSION_ROLE_NAMES
@@ -130,6 +144,8 @@ class SessionModel(QAbstractItemModel):
                 return node.counts.total
             case SessionRole.CONNECTED:
                 return True  # a SessionModel on its own is its supervisor's, in process
+            case SessionRole.COUNT_TEXT:
+                return count_text(node.counts.running, node.counts.total, connected=True)
             case _:
                 return empty_data(role)
 

@@ -79,10 +79,9 @@ Rectangle {
                 required property color statusColor
                 required property string whenText
                 required property string runtimeText
-                required property int lines
+                required property string linesText
+                required property string toolTip
                 required property bool live
-                required property string session
-                required property string agent
 
                 readonly property bool current: procId === root.currentProcId
                 readonly property color textColor: live ? Theme.text : Theme.textDim
@@ -96,8 +95,7 @@ Rectangle {
                 TapHandler { onTapped: root.selected(row.procId) }
                 ToolTip.visible: hover.hovered
                 ToolTip.delay: 800
-                ToolTip.text: row.command + "\n" + row.session + " / " + row.agent + "  ·  " + row.statusText
-                    + (row.live ? "" : "  ·  " + qsTr("from the history"))
+                ToolTip.text: row.toolTip
 
                 RowLayout {
                     anchors.fill: parent
@@ -154,7 +152,7 @@ Rectangle {
                         Layout.minimumWidth: root.runtimeWidth
                     }
                     Text {
-                        text: row.lines.toLocaleString(Qt.locale(), "f", 0)
+                        text: row.linesText
                         color: Theme.textDim
                         font.pixelSize: Theme.fontSize
                         horizontalAlignment: Text.AlignRight
@@ -168,8 +166,7 @@ Rectangle {
                 objectName: "historyEmptyText"
                 anchors.centerIn: parent
                 visible: list.count === 0
-                text: root.historyModel.available ? qsTr("No runs recorded for this scope")
-                                                  : qsTr("History is off: only this session's processes are listed")
+                text: root.historyModel.emptyText
                 color: Theme.textFaint
                 font.pixelSize: Theme.fontSize
             }

@@ -186,7 +186,7 @@ ThemedWindow {
             anchors.fill: parent
             visible: root.viewModel.searchShown
             searchModel: root.viewModel.searchModel
-            where: root.viewModel.sessionModel.showsHosts ? root.viewModel.activeHost.label : ""
+            placeholder: root.viewModel.searchPlaceholder
             onOpenLine: (procId, seq) => root.viewModel.openLine(procId, seq)
             onCloseRequested: { root.viewModel.searchShown = false; tree.forceActiveFocus() }
         }

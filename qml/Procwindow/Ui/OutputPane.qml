@@ -129,7 +129,7 @@ FocusScope {
                     visible: pane.outputModel.procId >= 0
                     enabled: pane.stats.active
                     label: qsTr("CPU")
-                    value: pane.stats.cpuPercent / 100
+                    value: pane.viewModel.cpuLoad
                     valueText: pane.viewModel.cpuText
                     Layout.leftMargin: Theme.spacing
                 }
@@ -138,8 +138,7 @@ FocusScope {
                     visible: pane.outputModel.procId >= 0
                     enabled: pane.stats.active
                     label: qsTr("Mem")
-                    // Full at 1 GiB: enough to see a child grow.
-                    value: pane.stats.rssBytes / 1073741824
+                    value: pane.viewModel.memoryLoad
                     valueText: pane.viewModel.memoryText
                     barColor: Theme.success
                 }
@@ -171,7 +170,7 @@ FocusScope {
                 IconButton {
                     objectName: "copyButton"
                     iconName: "copy"
-                    tip: pane.viewModel.hasSelection ? qsTr("Copy selected lines") : qsTr("Copy all lines")
+                    tip: pane.viewModel.copyTip
                     shortcutText: pane.viewModel.hasSelection ? pane.copyShortcut : pane.copyAllShortcut
                     enabled: view.count > 0
                     onClicked: pane.viewModel.copy()
@@ -238,7 +237,7 @@ FocusScope {
                     visible: pane.viewModel.logPath.length > 0
                     implicitHeight: Theme.buttonSize
                     text: qsTr("Open log")
-                    tip: qsTr("Open the full log with its application: ") + pane.viewModel.logPath
+                    tip: pane.viewModel.openLogTip
                     font.pixelSize: Theme.smallFontSize + 1
                     onClicked: pane.viewModel.openLog()
                 }

@@ -396,39 +396,33 @@ FocusScope {
                 roleValue: "status"
                 Cell {
                     id: statusCell
-                    required property string statusText
-                    required property color statusColor
-                    required property string exitReason
-                    required property int exitCode
-                    // What its workspace does with it: "restarting in 4 s", "ready"…
-                    required property string phaseText
-                    // ... and what its command depends on (the tooltip).
-                    required property string workspaceTip
-                    readonly property color tint: style.statusColor(statusColor)
-                    readonly property string exitInfo: exitReason.length > 0 ? qsTr("exit code %1 · reason %2").arg(exitCode).arg(exitReason) : ""
+                    // The state, or a restart's countdown; in its colour lifted for
+                    // the dark theme; how it exited and what its workspace does with it.
+                    required property string statusLabel
+                    required property color statusTint
+                    required property string statusTip
 
                     Item {
                         anchors.fill: parent
                         HoverHandler { id: statusHover }
-                        ToolTip.visible: statusHover.hovered && (statusCell.exitInfo.length > 0 || statusCell.workspaceTip.length > 0)
+                        ToolTip.visible: statusHover.hovered && statusCell.statusTip.length > 0
                         ToolTip.delay: 500
-                        ToolTip.text: [statusCell.exitInfo, statusCell.workspaceTip].filter(t => t.length > 0).join("\n")
+                        ToolTip.text: statusCell.statusTip
 
                         Rectangle {
                             anchors.verticalCenter: parent.verticalCenter
                             width: 8
                             height: 8
                             radius: 4
-                            color: statusCell.tint
+                            color: statusCell.statusTint
                         }
                         Text {
                             objectName: "statusText-" + statusCell.procId
                             x: table.statusIndent
                             width: parent.width - x
                             height: parent.height
-                            // A restart on its way says when, instead of how the last run ended.
-                            text: statusCell.phaseText.startsWith("restarting") ? statusCell.phaseText : statusCell.statusText
-                            color: statusCell.tint
+                            text: statusCell.statusLabel
+                            color: statusCell.statusTint
                             font: table.statusFont
                             verticalAlignment: Text.AlignVCenter
                             elide: Text.ElideRight

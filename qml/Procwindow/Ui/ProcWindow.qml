@@ -100,8 +100,7 @@ ThemedWindow {
                 iconName: "history"
                 checkable: true
                 checked: root.viewModel.showHistory
-                tip: root.viewModel.showHistory ? qsTr("Back to the live processes")
-                                                : qsTr("Every recorded run of this scope, also from earlier sessions")
+                tip: root.viewModel.historyTip
                 shortcutText: "Ctrl+H"
                 onToggled: root.viewModel.showHistory = checked
             }
@@ -116,7 +115,7 @@ ThemedWindow {
             Text {
                 objectName: "pinStateText"
                 visible: root.viewModel.canFollow
-                text: root.viewModel.pinned ? qsTr("pinned") : qsTr("follows selection")
+                text: root.viewModel.pinText
                 color: root.viewModel.pinned ? Theme.accent : Theme.textFaint
                 font.pixelSize: Theme.smallFontSize
             }
@@ -126,7 +125,7 @@ ThemedWindow {
                 checkable: true
                 checked: root.viewModel.pinned
                 iconName: root.viewModel.pinned ? "pin" : "pin-off"
-                tip: root.viewModel.pinned ? qsTr("Unpin: follow the selected session") : qsTr("Pin to this scope")
+                tip: root.viewModel.pinTip
                 shortcutText: "Ctrl+P"
                 onToggled: root.viewModel.pinned = checked
             }
@@ -156,7 +155,7 @@ ThemedWindow {
         width: Math.min(parent.width - 4 * Theme.spacing, bannerRow.implicitWidth + 2 * Theme.spacing)
         height: 30
         radius: Theme.radius
-        color: root.viewModel.bannerError ? "#4a2529" : "#243a2a"
+        color: root.viewModel.bannerError ? Theme.bannerError : Theme.bannerInfo
         border.color: root.viewModel.bannerError ? Theme.danger : Theme.success
 
         Row {

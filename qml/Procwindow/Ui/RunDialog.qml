@@ -17,7 +17,7 @@ Dialog {
     function submit() { dialog.form.submit(sessionField.text, agentField.text, commandField.text, cwdField.text) }
 
     objectName: "runDialog"
-    title: dialog.form.where ? qsTr("Run a command on %1").arg(dialog.form.where) : qsTr("Run a command")
+    title: dialog.form.title
     modal: true
     focus: true
     // While the command starts, the dialog waits for the answer.

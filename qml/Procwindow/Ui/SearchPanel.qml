@@ -12,8 +12,9 @@ Rectangle {
     id: root
 
     required property SearchModel searchModel
-    // The supervisor searched, named when the window shows several ("" otherwise).
-    property string where: ""
+    // What the empty field says (it names the supervisor searched when the window
+    // shows several).
+    property string placeholder
 
     signal openLine(int procId, int seq)
     signal closeRequested()
@@ -48,9 +49,7 @@ Rectangle {
                         id: field
                         objectName: "searchField"
                         Layout.fillWidth: true
-                        placeholderText: root.where.length > 0
-                                         ? qsTr("Search the output of every run on %1, also past ones…").arg(root.where)
-                                         : qsTr("Search the output of every run, also past ones…")
+                        placeholderText: root.placeholder
                         placeholderTextColor: Theme.textFaint
                         color: Theme.text
                         font.pixelSize: Theme.fontSize
@@ -105,8 +104,7 @@ Rectangle {
                 Text {
                     objectName: "searchStatusText"
                     Layout.fillWidth: true
-                    text: root.searchModel.statusText.length > 0 ? root.searchModel.statusText
-                          : qsTr("Enter searches the live processes and the history, newest runs first")
+                    text: root.searchModel.summaryText
                     color: root.searchModel.statusError ? Theme.danger : Theme.textFaint
                     font.pixelSize: Theme.smallFontSize + 1
                     elide: Text.ElideRight
@@ -140,12 +138,12 @@ Rectangle {
                 required property int index
                 required property int procId
                 required property int seq
-                required property string session
-                required property string agent
-                required property string command
+                required property string runTitle
+                required property string scopeText
+                required property string toolTip
                 required property string text
                 required property string timeText
-                required property string stream
+                required property bool isStderr
                 required property bool firstOfProc
 
                 objectName: "searchHit" + index
@@ -168,7 +166,7 @@ Rectangle {
                         anchors.rightMargin: Theme.spacing
                         spacing: Theme.spacing
                         Text {
-                            text: hit.command.length > 0 ? hit.command : qsTr("(forgotten)")
+                            text: hit.runTitle
                             color: Theme.text
                             font.family: Theme.monoFamily
                             font.pixelSize: Theme.monoFontSize
@@ -177,7 +175,7 @@ Rectangle {
                             Layout.fillWidth: true
                         }
                         Text {
-                            text: hit.session + " / " + hit.agent + "  ·  #" + hit.procId
+                            text: hit.scopeText
                             color: Theme.textFaint
                             font.pixelSize: Theme.smallFontSize
                         }
@@ -191,7 +189,7 @@ Rectangle {
                     HoverHandler { id: lineHover; cursorShape: Qt.PointingHandCursor }
                     ToolTip.visible: lineHover.hovered
                     ToolTip.delay: 800
-                    ToolTip.text: qsTr("Open this run at line %1").arg(hit.seq)
+                    ToolTip.text: hit.toolTip
 
                     Row {
                         anchors.fill: parent
@@ -219,7 +217,7 @@ Rectangle {
                             anchors.verticalCenter: parent.verticalCenter
                             text: hit.text
                             textFormat: Text.PlainText
-                            color: hit.stream === "stderr" ? Theme.stderrText : Theme.outputText
+                            color: hit.isStderr ? Theme.stderrText : Theme.outputText
                             font.family: Theme.monoFamily
                             font.pixelSize: Theme.monoFontSize
                             elide: Text.ElideRight

@@ -68,6 +68,8 @@ FocusScope {
             required property int total
             required property string host
             required property bool connected
+            // "2/5" (running of all), "disconnected", or "" with no process.
+            required property string countText
 
             readonly property bool isHost: kind === "host"
             readonly property bool isSession: kind === "session"
@@ -158,8 +160,8 @@ FocusScope {
                 anchors.right: parent.right
                 anchors.rightMargin: 14
                 anchors.verticalCenter: parent.verticalCenter
-                visible: node.total > 0 || !node.connected
-                text: node.connected ? node.running + "/" + node.total : qsTr("disconnected")
+                visible: text.length > 0
+                text: node.countText
                 color: node.running > 0 ? Theme.textDim : Theme.textFaint
                 font.family: Theme.monoFamily
                 font.pixelSize: Theme.smallFontSize

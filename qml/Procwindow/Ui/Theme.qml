@@ -31,6 +31,9 @@ QtObject {
     readonly property color danger: "#e06c75"
     readonly property color warning: "#e5b567"
     readonly property color success: "#6aab73"
+    // A window's banner: behind an error, behind any other message.
+    readonly property color bannerError: "#4a2529"
+    readonly property color bannerInfo: "#243a2a"
 
     // The output pane.
     readonly property color outputBackground: "#1b1c1f"
