@@ -85,6 +85,11 @@ _AFTER_DASHES = {"search": "pattern", "wait-for": "pattern", "write": "data"}
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+#: What ``--ready SPEC`` takes ('ctl ready' waits for it to pass).
+READY_FORMS = (
+    "port:PORT (or port:HOST:PORT) accepts connections, line:REGEX matches a line of its"
+    " output, or cmd:SHELL-LINE exits 0 ('ctl ready' waits for it)"
+)
 #: What ``--since WHEN`` takes, besides a field's own help.
 SINCE_FORMS = (
     "a duration ago (90s, 30m, 2h, 1d, 1h30m), a date or time, local unless it has an"
@@ -126,13 +131,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "start a command: ctl run --session S --agent A [--tool T] -- CMD ARGS...",
         "Start CMD ARGS... (after '--') and print the new process's id.",
     )
-    add_fields(p, "run", metavars={"shell": "LINE", "env": "NAME=VALUE"})
-    p.add_argument(
-        "--ready",
-        metavar="SPEC",
-        help="how it shows it is ready ('ctl ready' waits for it): port:PORT (or"
-        " port:HOST:PORT) accepts connections, line:REGEX matches a line of its output,"
-        " or cmd:SHELL-LINE exits 0",
+    add_fields(
+        p,
+        "run",
+        metavars={"shell": "LINE", "env": "NAME=VALUE", "ready": "SPEC"},
+        notes={"ready": READY_FORMS},
     )
     p.add_argument(
         "--ready-timeout", type=float, metavar="SECONDS", help="give the --ready check up then"

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import datetime
 import os
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 from ..core import (
     Backoff,
@@ -37,6 +38,9 @@ class WorkspaceError(ProcwindowError):
     The message is always one line: characters that would break it (newlines,
     other control characters) are shown escaped.
     """
+
+    code = "workspace-file"
+    details: ClassVar[Mapping[str, type]] = {"path": str, "line": int, "key": str}
 
     def __init__(self, path: str, line: int | None, key: str, message: str) -> None:
         where = escape_controls(f"{path}:{line}" if line else path)

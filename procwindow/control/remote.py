@@ -564,7 +564,7 @@ class RemoteSupervisor(_MirrorSync):
         reply = await self._call("interrupt", proc_id=proc_id, proc=proc_id)
         return bool(reply["delivered"])
 
-    async def write(self, proc_id: int, data: bytes | str) -> int:
+    async def write(self, proc_id: int, data: bytes | str = "") -> int:
         """Write to the proc's stdin (as UTF-8); the bytes written."""
         self._must_be_live(proc_id)
         text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data

@@ -69,6 +69,7 @@ from ..core import (
 )
 from ..core._workspace import policy_of
 from ..core.rules import check_scope_name, check_tool
+from ..core.spec import VERBS
 from ._links import LinkError, NoServer, parse_target
 from ._sockdir import check_name
 from ._toml_lines import Key, long_dotted_key
@@ -103,21 +104,10 @@ MAX_KEY_PARTS = 16
 _TOP_KEYS = {"name", "graceful_timeout", "session", "attach"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
-_COMMAND_KEYS = {
-    "name",
-    "tool",
-    "argv",
-    "shell",
-    "cwd",
-    "env",
-    "graceful_timeout",
-    "depends_on",
-    "ready",
-    "liveness",
-    "restart",
-    "backoff",
-    "max_restarts",
-}
+#: The keys of a workspace's command that are not fields of ``run``.
+WORKSPACE_ONLY = frozenset({"name", "depends_on", "liveness", "restart", "backoff", "max_restarts"})
+#: Every key of a command: ``run``'s fields that a workspace takes, and its own.
+_COMMAND_KEYS = {f.name for f in VERBS["run"].fields if f.workspace} | WORKSPACE_ONLY
 _FILE_KINDS = (
     (stat.S_ISDIR, "a directory"),
     (stat.S_ISFIFO, "a FIFO"),

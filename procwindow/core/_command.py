@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, TypeVar
+from typing import ClassVar, NamedTuple, TypeVar
 
 from ._errors import ProcwindowError
 from ._ready import Ready
@@ -64,6 +64,14 @@ class InvalidWorkspace(ProcwindowError, ValueError):
     ``cycle`` the names around a cycle (the first repeated last).
     """
 
+    code = "invalid-workspace"
+    details: ClassVar[Mapping[str, type]] = {
+        "index": int,
+        "field": str,
+        "dependency": str,
+        "cycle": list,
+    }
+
     def __init__(
         self,
         message: str,
@@ -83,6 +91,9 @@ class InvalidWorkspace(ProcwindowError, ValueError):
 class WorkspaceConflict(ProcwindowError):
     """A workspace of this name runs on the supervisor already (stop it first)."""
 
+    code = "workspace-conflict"
+    details: ClassVar[Mapping[str, type]] = {"name": str}
+
     def __init__(self, name: str) -> None:
         super().__init__(f"workspace {name!r} is up already (stop it first: ctl down {name})")
         self.name = name
@@ -90,6 +101,9 @@ class WorkspaceConflict(ProcwindowError):
 
 class WorkspaceNotFound(ProcwindowError, LookupError):
     """No workspace (or no command of a workspace) of this name runs here."""
+
+    code = "workspace-not-found"
+    details: ClassVar[Mapping[str, type]] = {"name": str}
 
     def __init__(self, what: str, name: str, known: Sequence[str] = ()) -> None:
         hint = f" (up: {', '.join(known)})" if known else f" (no {what} is up)"

@@ -178,7 +178,7 @@ class SupervisorAPI(Protocol):
         """SIGINT; False if it already exited."""
         ...
 
-    async def write(self, proc_id: int, data: bytes | str) -> int:
+    async def write(self, proc_id: int, data: bytes | str = "") -> int:
         """Write to the proc's stdin; the bytes written."""
         ...
 

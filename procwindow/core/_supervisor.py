@@ -929,7 +929,7 @@ class Supervisor:
 
     # -- stdin ------------------------------------------------------------------
 
-    async def write(self, proc_id: int, data: bytes | str) -> int:
+    async def write(self, proc_id: int, data: bytes | str = "") -> int:
         """Write ``data`` (str: as UTF-8) to the stdin of a proc spawned with
         ``stdin=True``; return the bytes written. Waits while the pipe is full.
         Raises StdinClosed if it has no stdin, it was closed, or the child

@@ -130,6 +130,11 @@ class Field:
     note: str = ""
     #: A FLAG that may be neither: absent (None) means "as the other fields say".
     undecided: bool = False
+    #: A key of a workspace file's commands too (``run``'s fields).
+    workspace: bool = False
+    #: A parameter of the library's method (false: the protocol's alone, such as
+    #: ``out``'s ``follow``).
+    library: bool = True
 
     def __post_init__(self) -> None:
         if self.kind is Kind.FLAG and self.default is None and not self.undecided:
@@ -201,8 +206,10 @@ class Field:
         """The field for docs/protocol.md's table: ``since`` (seq, default 0)."""
         bits = [self.note or _KIND_NOTES.get(self.kind, "")]
         low, high = self.bounds()
-        if self.kind is Kind.COUNT and low is not None:
-            bits.append(f"{low} to {high}" if high is not None else f"at least {low}")
+        if self.kind is Kind.COUNT and high is not None:
+            bits.append(f"{low} to {high}")
+        elif self.kind is Kind.COUNT and low:
+            bits.append(f"at least {low}")
         if self.default is not None and self.default is not False and self.default != "":
             bits.append(f"default {_default_text(self.default)}")
         bits = [bit for bit in bits if bit]
@@ -574,20 +581,43 @@ _VERB_LIST: tuple[Verb, ...] = (
         (
             Field("session", Kind.NAME, "its session", required=True, mcp=None),
             Field("agent", Kind.NAME, "its agent", required=True, mcp=None),
-            Field("tool", Kind.TOOL, "who asked for it", default=DEFAULT_TOOL, mcp=None),
-            Field("argv", Kind.ARGV, "the program and its arguments", cli=None, mcp=None),
-            Field("shell", Kind.TEXT, "run LINE with /bin/sh -c instead of a command", mcp=None),
+            Field(
+                "tool",
+                Kind.TOOL,
+                "who asked for it",
+                default=DEFAULT_TOOL,
+                mcp=None,
+                workspace=True,
+            ),
+            Field(
+                "argv",
+                Kind.ARGV,
+                "the program and its arguments",
+                cli=None,
+                mcp=None,
+                workspace=True,
+            ),
+            Field(
+                "shell",
+                Kind.TEXT,
+                "run LINE with /bin/sh -c instead of a command",
+                mcp=None,
+                workspace=True,
+                note="a line run by `/bin/sh -c`; give `argv` or `shell`",
+            ),
             Field(
                 "cwd",
                 Kind.TEXT,
                 "its working directory (default: the server's)",
                 mcp=Mcp(help="working directory (default: the MCP server's; relative to it)"),
+                workspace=True,
             ),
             Field(
                 "env",
                 Kind.ENV,
                 "variables to add or override (null removes one)",
                 mcp=Mcp(help="environment variables to add or override"),
+                workspace=True,
             ),
             Field(
                 "graceful_timeout",
@@ -595,6 +625,7 @@ _VERB_LIST: tuple[Verb, ...] = (
                 "seconds between SIGTERM and SIGKILL",
                 note=f"seconds, 0 to {MAX_GRACEFUL_TIMEOUT:g}",
                 mcp=None,
+                workspace=True,
             ),
             Field(
                 "timeout",
@@ -629,7 +660,7 @@ _VERB_LIST: tuple[Verb, ...] = (
                 Kind.READY,
                 "how it shows it is ready",
                 note="an object, a line pattern or a port",
-                cli=None,
+                workspace=True,
                 mcp=Mcp(
                     help="how it shows it is ready, for `wait_ready`: a string is a regex a"
                     ' line of its output must match ("listening on"); an integer, a TCP port'
@@ -694,7 +725,13 @@ _VERB_LIST: tuple[Verb, ...] = (
                 minimum=1,
                 mcp=Mcp(default=200, maximum=5000),
             ),
-            Field("follow", Kind.FLAG, "keep sending lines until its output ends", mcp=None),
+            Field(
+                "follow",
+                Kind.FLAG,
+                "keep printing until its output ends",
+                mcp=None,
+                library=False,
+            ),
             Field(
                 "partial",
                 Kind.FLAG,
@@ -852,6 +889,7 @@ _VERB_LIST: tuple[Verb, ...] = (
                 Kind.FLAG,
                 "then close its stdin (it reads end-of-file)",
                 mcp=Mcp(help="close its stdin afterwards (it then reads end-of-file)"),
+                library=False,
             ),
         ),
         library="write",
@@ -906,7 +944,18 @@ _VERB_LIST: tuple[Verb, ...] = (
     Verb(
         "up",
         "load a workspace file and start it",
-        (Field("path", Kind.NONEMPTY, "the workspace file", required=True, cli="FILE", mcp=None),),
+        (
+            Field(
+                "path",
+                Kind.NONEMPTY,
+                "the workspace file",
+                required=True,
+                cli="FILE",
+                mcp=None,
+                note="a workspace file, best absolute: a relative one is relative to the"
+                " server's directory",
+            ),
+        ),
         ctl="up",
     ),
     Verb(
@@ -914,7 +963,12 @@ _VERB_LIST: tuple[Verb, ...] = (
         "stop running workspaces, dependents first",
         (
             Field(
-                "workspace", Kind.TEXT, "the workspace (default: every one)", cli="NAME", mcp=None
+                "workspace",
+                Kind.TEXT,
+                "the workspace (default: every one)",
+                cli="NAME",
+                mcp=None,
+                note="a name; default: every running one",
             ),
             Field(
                 "commands",
@@ -922,6 +976,7 @@ _VERB_LIST: tuple[Verb, ...] = (
                 "only these commands and their dependents",
                 cli="COMMAND",
                 mcp=None,
+                note="a list of command names of that workspace; default: all",
             ),
         ),
         ctl="down",

@@ -83,7 +83,7 @@ def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
         raise InvalidField(
             TOOLS.get(tool, tool),
             unknown[0],
-            f"unknown argument {unknown[0]!r}: {tool} takes " + (", ".join(fields) or "none"),
+            f"unknown field {unknown[0]!r}: {tool} takes " + (", ".join(fields) or "no field"),
         )
     for name, value in arguments.items():
         f = fields[name]
