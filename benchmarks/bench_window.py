@@ -213,14 +213,15 @@ class PaneProbe(QObject):
         window.frameSwapped.connect(self._on_swapped)
         model.rowsInserted.connect(self._rows_inserted)
         model.shifted.connect(self._rows_shifted)
-        model._frame.timeout.disconnect(model._on_frame)
-        model._frame.timeout.connect(self._step)
-        # Instance attributes: the model's step calls these wrappers.
-        model._read = self._timed(model._read)  # type: ignore[method-assign]
+        frames = model._frames
+        frames.timer.timeout.disconnect(frames.frame)
+        frames.timer.timeout.connect(self._step)
+        # The frame loop calls these wrappers; so do the model's own steps.
+        frames.read = self._timed(frames.read)
         self._update_rows = model._update_rows
         model._update_rows = self._rows_step  # type: ignore[method-assign]
-        self._read_more = model._read_later._slot
-        model._read_later._slot = self._more
+        self._read_more = frames.read_later._slot
+        frames.read_later._slot = self._more
         self._stick_later = window_model(window)._pane._stick_later
         self._stick = self._stick_later._slot
         self._stick_later._slot = self._follow
@@ -298,7 +299,7 @@ class PaneProbe(QObject):
     def _step(self) -> None:
         self._gap = self.tail_gap()
         t0 = time.perf_counter()
-        self.model._on_frame()
+        self.model._frames.frame()
         self._read_step += time.perf_counter() - t0
 
     def _more(self) -> None:
@@ -338,7 +339,7 @@ class PaneProbe(QObject):
     def close(self) -> None:
         self.recording = self.press_end = False
         self._stick_later._slot = self._stick
-        self.model._read_later._slot = self._read_more
+        self.model._frames.read_later._slot = self._read_more
         self.model._update_rows = self._update_rows  # type: ignore[method-assign]
         self.window.removeEventFilter(self)
         self.window.afterAnimating.disconnect(self._on_polished)

@@ -20,7 +20,7 @@ from PySide6.QtTest import QTest
 from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor
 from procwindow.core._types import runs_of
 from procwindow.qt import ProcModel, viewmodel
-from procwindow.qt.models import output
+from procwindow.qt.models import _frames
 from procwindow.qt.window import open_proc_window, window_model
 
 from ..tiers import first_fast
@@ -187,8 +187,8 @@ def test_rows_stay_evenly_spaced_through_20_million_lines(
     monkeypatch.setattr(sup, "read", flood.read)
     monkeypatch.setattr(sup, "read_runs", flood.read_runs)
     # A frame takes a chunk (2,000 lines at most otherwise): 400 frames, not 10,000.
-    monkeypatch.setattr(output, "FRAME_READ_LIMIT", FLOOD_CHUNK)
-    monkeypatch.setattr(output, "FRAME_READ_MIN", FLOOD_CHUNK)
+    monkeypatch.setattr(_frames, "FRAME_READ_LIMIT", FLOOD_CHUNK)
+    monkeypatch.setattr(_frames, "FRAME_READ_MIN", FLOOD_CHUNK)
 
     async def scenario() -> None:
         proc = await sup.spawn(TICKER, session="flood", agent="a")

@@ -4,7 +4,12 @@ No Qt here. :class:`LineRenderer` holds what a line's look depends on besides
 the line (the palette, the filter's marker, the current match, whether times
 show, the colours of marks and times) and answers the ``shown``, ``shownFormat``
 and ``styled`` roles of :class:`~procwindow.qt.models.OutputModel` from a
-:class:`~procwindow.qt.models._lines.LineBuffer`.
+:class:`~procwindow.qt.models._lines.LineBuffer`. Most lines are drawn as the
+raw text, ``Text.PlainText``: those with nothing to style (no escape sequence,
+control character or tab, no match marked, no time shown), which are laid out
+faster and need no HTML made for them; the others as HTML, ``Text.StyledText``
+(``Text.RichText`` while a filter's matches are marked: only it draws their
+backgrounds).
 
 A view asks for a row's rendering more often than it changes: each delegate
 reads ``shown`` and ``shownFormat``, and when the oldest lines go, every row on

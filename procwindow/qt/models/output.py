@@ -1,10 +1,10 @@
 """OutputModel: the output lines of one process, filtered and capped.
 
-The model composes parts without Qt: the lines and the filter scan are a
+The model composes parts: the lines and the filter scan are a
 :class:`~._lines.LineBuffer`'s, reading the supervisor by cursor an
 :class:`~._reading.OutputReader`'s, drawing a line a
-:class:`~._render.LineRenderer`'s. This module paces them on a frame timer and
-tells views what changed.
+:class:`~._render.LineRenderer`'s (none of them needs Qt), and the frame clock
+a :class:`~._frames.FrameLoop`'s. This module tells views what changed.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from PySide6.QtCore import (
     QCoreApplication,
     QObject,
     Qt,
-    QTimer,
     Signal,
     Slot,
 )
@@ -30,7 +29,6 @@ from procwindow.core.rules import scope_pattern
 from .. import ansi
 from .._support import (
     EventPump,
-    Later,
     Lifeline,
     empty_data,
     qt_property,
@@ -39,6 +37,15 @@ from .._support import (
     stored_property,
 )
 from ._filter import FilterError, compile_filter, compile_marker
+from ._frames import (
+    FLOOD_FRAME_MS,
+    FRAME_MS,
+    FRAME_READ_BUDGET,
+    FRAME_READ_LIMIT,
+    FRAME_READ_MIN,
+    FRAME_READS,
+    FrameLoop,
+)
 from ._lines import LineBuffer
 from ._reading import OutputReader
 from ._render import DEFAULT_COLORS, PLAIN_TEXT, RICH_TEXT, STYLED_TEXT, LineRenderer
@@ -66,27 +73,6 @@ QML_IMPORT_MAJOR_VERSION = 1
 
 #: Default cap on the lines an OutputModel holds (terminals keep 10k–100k).
 DEFAULT_MAX_LINES = 100_000
-#: Milliseconds from the end of one append to the next: at most one change of
-#: the rows per frame.
-FRAME_MS = 16
-#: The same while lines come much faster than the pane can show them (more than
-#: FRAME_READS reads' worth since the last frame): a flood is shown at ~30
-#: frames a second, and the loop keeps more time to capture it.
-FLOOD_FRAME_MS = 33
-#: Lines read from the supervisor per frame, at most; a faster producer is
-#: caught up over the next frames, so a frame's work stays bounded.
-FRAME_READ_LIMIT = 2_000
-#: Lines read per frame at least, whatever they cost.
-FRAME_READ_MIN = 1_000
-#: Seconds a frame's read should take: between the two limits, a frame reads
-#: as many lines as took this long in the frames before (a line costs ~2 µs,
-#: more on a busy machine).
-FRAME_READ_BUDGET = 0.004
-#: Reads a frame makes, at most, each in its own turn of the loop, while it
-#: catches up with a backlog whose producer has slowed down (fewer lines came
-#: since the last frame than one read takes): a burst is shown sooner. A flood
-#: gets one read a frame: what it adds is skipped past anyway.
-FRAME_READS = 3
 #: The roles a change of style (colours, times, marks) changes.
 _STYLE_ROLES = [OutputRole.STYLED, OutputRole.SHOWN, OutputRole.SHOWN_FORMAT]
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
@@ -105,20 +91,27 @@ def _has_bytes(path: str) -> bool:
         return False
 
 
+def _color_property(key: str, notify: Signal) -> QColor:
+    """The Qt property of one of the model's colours (``DEFAULT_COLORS`` keys)."""
+    return qt_property(
+        QColor,
+        lambda self: self._color(key),
+        lambda self, c: self._set_color(key, c),
+        notify=notify,
+    )
+
+
 @QmlElement
 class OutputModel(QAbstractListModel):
     """The output of one proc, one row per line, oldest first: the output pane.
 
     Set ``procId`` (-1: none) to show a proc: its lines still in the supervisor's
     ring are loaded at once (the newest ``maxLines``), and new lines follow.
-    Output events (coalesced by the supervisor every 50 ms) only mark the model
-    dirty; a frame timer then reads ``Supervisor.read_runs(procId, since=cursor)``
-    (``FRAME_READ_MIN`` to ``FRAME_READ_LIMIT`` lines, as many as fit
-    ``FRAME_READ_BUDGET``; up to ``FRAME_READS`` such reads while it catches
-    up) and, in the next turn of the event loop (so that what waits runs
-    between them), changes the rows: at most once per frame (``FRAME_MS``;
-    ``FLOOD_FRAME_MS`` while lines come much faster than it shows them), going
-    on frame after frame while lines keep coming.
+    Output events (coalesced by the supervisor every 50 ms) only ask for a
+    frame; a frame reads ``Supervisor.read_runs(procId, since=cursor)`` a
+    bounded number of lines at a time and then changes the rows, at most once
+    per frame, going on frame after frame while lines keep coming (see
+    ``_frames`` for the pacing).
 
     Rows never leave from the front. New rows come at the end
     (``beginInsertRows``); past ``maxLines`` the oldest lines go, and the rows
@@ -148,34 +141,25 @@ class OutputModel(QAbstractListModel):
     one held (dropped past ``maxLines``, skipped to catch up, or cleared), which
     the log files keep (:meth:`logFiles`).
 
-    Matches: while a filter is set (``marking``), the ``styled`` role marks
-    every match inside each line on ``matchColor`` (see
-    :mod:`procwindow.qt.highlight`; a view draws it as ``Text.RichText``), and
-    those of row ``currentMatch`` (-1: none; set by the pane's
-    :class:`~procwindow.qt.pane.OutputFind`) on ``currentMatchColor``. The
+    Matches: while a filter is set (``marking``), ``styled`` marks every match
+    inside each line on ``matchColor`` (a view draws it as ``Text.RichText``),
+    and those of row ``currentMatch`` (-1: none; set by the pane's
+    :class:`~procwindow.qt.pane.OutputFind`) on ``currentMatchColor``; the
     current match stays on its line as rows go at the front, and is none again
-    after any other reset (a new filter, another proc, ``clear()``).
-
-    Times: with ``showTimes`` the ``styled`` role starts with the time the line
-    arrived (``HH:MM:SS.mmm``, in ``timeColor``), and copies (``copyRows``,
-    ``copyAll``) put it before each line too.
+    after any other reset. With ``showTimes`` a line starts with the time it
+    arrived (``HH:MM:SS.mmm``, in ``timeColor``), in ``styled`` and in copies.
 
     The unfinished line: ``partialText`` (and ``partialStyled``) is the line
     the proc has begun and not ended (a prompt waiting for input, a ``\r``
-    progress bar's latest state: ``Supervisor.read(partial=True)``), "" for
-    none. It is not a row: it comes after them, whatever the filter, and goes
-    once the line is complete (then it arrives as a row).
+    progress bar's latest state), "" for none. It is not a row: it comes after
+    them, whatever the filter, and goes once the line is complete.
 
     Roles: ``seq``, ``stream`` (``"stdout"``/``"stderr"``), ``isStderr``,
-    ``time``, ``timeText`` (``HH:MM:SS.mmm``), ``text`` (ANSI stripped; also
-    ``display``), ``styled`` (HTML, see :func:`procwindow.qt.ansi.to_html`; each
-    line is rendered on its own, colours for ``darkBackground``), ``split``
-    (a piece of an over-long line). A view draws ``shown`` with ``textFormat:
-    shownFormat``: the text as it came, as ``Text.PlainText``, when there is
-    nothing to style (no escape sequence, control character or tab, no match
-    marked, no time shown), else ``styled`` as ``Text.StyledText`` (or
-    ``Text.RichText`` while matches are marked). Most lines are plain: they are
-    laid out faster, and no HTML is made for them.
+    ``time``, ``timeText``, ``text`` (ANSI stripped; also ``display``),
+    ``styled`` (HTML, colours for ``darkBackground``), ``split`` (a piece of an
+    over-long line). A view draws ``shown`` with ``textFormat: shownFormat``:
+    the raw text as ``Text.PlainText`` when there is nothing to style, else
+    ``styled`` (see ``_render``, which also keeps the last renderings).
 
     Costs (100k-line ring, 2-core machine): selecting the proc ~80 ms, nearly all
     of it ``Supervisor.read``; the ANSI stripping of such a load (~0.1 s) is
@@ -230,18 +214,10 @@ class OutputModel(QAbstractListModel):
         self._css = {key: _css(color) for key, color in self._colors.items()}
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
-        self._frame = QTimer(self)
-        self._frame.setSingleShot(True)
-        self._frame.setTimerType(Qt.TimerType.PreciseTimer)
-        self._frame.setInterval(FRAME_MS)
-        self._frame.timeout.connect(self._on_frame)
-        self._read_later = Later(self, self._read_more)
-        self._show_later = Later(self, self._show)
-        self._arrived = 0  # lines that came between the last two frames
-        self._frame_reads = 0
         self._frame_counts = self._counts()  # the counts before this frame's read
-        self._frame_got = 0  # lines this frame's read took
-        self._show_due = False  # read, not shown yet
+        self._frames = FrameLoop(
+            self, self._reader, self._buf, begin=self._begin, read=self._read, show=self._show
+        )
         if proc_id >= 0:
             self._set_proc_id(proc_id)
 
@@ -435,26 +411,11 @@ class OutputModel(QAbstractListModel):
     """The row of the current match, marked on ``currentMatchColor``; -1 for none."""
     showTimes = stored_property(bool, "_show_times", showTimesChanged, on_change=_restyle)
     """Start each line (and each copied line) with the time it arrived."""
-    matchColor = qt_property(
-        QColor,
-        lambda self: self._color("match"),
-        lambda self, c: self._set_color("match", c),
-        notify=colorsChanged,
-    )
+    matchColor = _color_property("match", colorsChanged)
     """The background of a match (translucent, to read on a light or a dark pane)."""
-    currentMatchColor = qt_property(
-        QColor,
-        lambda self: self._color("currentMatch"),
-        lambda self, c: self._set_color("currentMatch", c),
-        notify=colorsChanged,
-    )
+    currentMatchColor = _color_property("currentMatch", colorsChanged)
     """The background of the current match's matches."""
-    timeColor = qt_property(
-        QColor,
-        lambda self: self._color("time"),
-        lambda self, c: self._set_color("time", c),
-        notify=colorsChanged,
-    )
+    timeColor = _color_property("time", colorsChanged)
     """The colour of the times ``showTimes`` shows."""
     partialText = qt_property(str, _get_partial_text, notify=partialChanged)
     """The unfinished line (ANSI stripped), "" for none."""
@@ -554,10 +515,7 @@ class OutputModel(QAbstractListModel):
         self._lifeline.close()
         self._pump = None
         self._reader.reading = False
-        self._frame.stop()
-        self._read_later.stop()
-        self._show_later.stop()
-        self._show_due = False
+        self._frames.stop()
 
     # -- appending -------------------------------------------------------------
 
@@ -565,50 +523,18 @@ class OutputModel(QAbstractListModel):
         if any(ev.proc_id == self._proc_id or ev.missed for ev in events):
             self._schedule()
 
-    def _pending(self) -> bool:
-        return self._reader.backlog or self._buf.pending
-
     def _schedule(self) -> None:
-        if (self._pending() or self._reader.reading) and not self._frame.isActive():
-            self._frame.start(FRAME_MS)
+        self._frames.schedule()
 
-    def _on_frame(self) -> None:
-        """A frame: read (in up to FRAME_READS turns), then change the rows (:meth:`_show`)."""
-        if self._show_due:  # the last read is not shown yet: come back
-            self._frame.start(FRAME_MS)
-            return
+    def _begin(self) -> None:
+        """A frame starts: what its views knew before it."""
         self._frame_counts = self._counts()
-        self._frame_got = self._frame_reads = 0
-        self._show_due = True
-        self._read_more()
-
-    def _read_more(self) -> None:
-        newest, limit = self._reader.newest, self._read_limit()
-        self._frame_got += self._read(limit=limit)
-        if not self._frame_reads:  # what came since the last frame
-            self._arrived = self._reader.newest - newest
-        self._frame_reads += 1
-        if self._reader.backlog and self._frame_reads < FRAME_READS and self._arrived < limit:
-            self._read_later.start()
-        else:
-            self._show_later.start()
 
     def _show(self) -> None:
-        self._show_due = False
+        """The frame's lines become rows, and views hear of it."""
         self._update_rows(scan=True)
         self._emit_counts(*self._frame_counts)
         self._buf.strip_some(FILTER_BUDGET)
-        # While lines keep coming, look again next frame rather than wait for
-        # the next (coalesced) event: appends stay a frame's worth each.
-        if self._pending() or self._frame_got:
-            flood = self._arrived > FRAME_READS * FRAME_READ_LIMIT
-            self._frame.start(FLOOD_FRAME_MS if flood else FRAME_MS)
-
-    def _read_limit(self) -> int:
-        """The lines this frame reads: as many as fit FRAME_READ_BUDGET lately."""
-        cost = self._reader.line_cost
-        fit = int(FRAME_READ_BUDGET / cost) if cost > 0 else FRAME_READ_LIMIT
-        return max(FRAME_READ_MIN, min(FRAME_READ_LIMIT, fit))
 
     def _read(self, limit: int | None) -> int:
         """Take new lines from the supervisor into the buffer (no rows yet); how many."""
