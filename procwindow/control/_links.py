@@ -224,6 +224,8 @@ async def _hello(client: AsyncClient, where: str) -> None:
     try:
         reply = await client.call("hello")
     except ServerError as exc:
+        if exc.type == "ConnectionClosed":
+            raise  # the link knows why (an ssh bridge with no server behind it…)
         client.abort()
         raise LinkError(f"{where}: the server refused hello: {exc.message}") from None
     spoken = spoken_versions(reply)
