@@ -56,6 +56,7 @@ from ._types import (
     RunBatch,
     StartEvent,
     Stream,
+    runs_of,
 )
 from ._workspace import (
     Backoff,
@@ -161,6 +162,7 @@ __all__ = [
     "count_scopes",
     "error_class",
     "format_runtime",
+    "runs_of",
     "scope_pattern",
     "topic_token",
 ]

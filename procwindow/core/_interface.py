@@ -16,7 +16,7 @@ link never blocks the caller. The actions are coroutines.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._events import DEFAULT_QUEUE_SIZE, Subscription
@@ -45,6 +45,24 @@ class SupervisorAPI(Protocol):
     ...     for p in sup.procs("s1"):
     ...         print(p.id, p.state, sup.read(p.id).cursor)
     """
+
+    # -- the link ------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """How the supervisor is reached: a socket path, ``ssh://host/NAME``; "" in process."""
+        ...
+
+    @property
+    def connected(self) -> bool:
+        """True while the link to the supervisor is up (always, in process)."""
+        ...
+
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(what)`` when the link changes: ``"connected"``,
+        ``"disconnected"``, ``"history"`` (a history answer came: ask again).
+        Returns the function that removes it."""
+        ...
 
     # -- queries (synchronous) ---------------------------------------------------
 

@@ -284,6 +284,12 @@ class Proc:
         return self._child is not None and bool(self._child.open_streams)
 
     @property
+    def disconnected(self) -> bool:
+        """True while the link to the supervisor that runs it is down (a remote
+        proc's state is then the last one heard); always False in process."""
+        return False
+
+    @property
     def live(self) -> bool:
         """True for a proc this supervisor runs or ran (listed by ``procs()``
         until dismissed); False for one read from the history."""

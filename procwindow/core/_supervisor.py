@@ -285,6 +285,23 @@ class Supervisor:
         return list(self._workspaces)
 
     @property
+    def where(self) -> str:
+        """ "": an in-process supervisor is reached by no link."""
+        return ""
+
+    @property
+    def connected(self) -> bool:
+        """True: an in-process supervisor has no link to lose (a
+        :class:`~procwindow.control.remote.RemoteSupervisor`'s goes down and up)."""
+        return True
+
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Listen to the link's changes, which an in-process supervisor never
+        has: ``callback`` is never called. Returns the function that removes it."""
+        del callback
+        return _nothing
+
+    @property
     def history_error(self) -> str | None:
         """Why history is off or stopped (a broken database, a read-only
         directory), or None. Supervision goes on either way."""
@@ -1158,3 +1175,7 @@ def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
             log.error("%s failed: %s", what, task.exception())
 
     return done
+
+
+def _nothing() -> None:
+    """What removing a listener of an in-process supervisor does."""

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from PySide6.QtCore import Property, QObject, QSize, Qt, QTimer, Signal
 
 if TYPE_CHECKING:
-    from procwindow.core import Event, Subscription, Supervisor
+    from procwindow.core import Event, Subscription, SupervisorAPI
 
 __all__ = [
     "EventPump",
@@ -144,10 +144,10 @@ def set_stored(obj: Any, attr: str, value: object, notify: Signal) -> bool:
     return True
 
 
-_default: Supervisor | None = None
+_default: SupervisorAPI | None = None
 
 
-def set_default_supervisor(supervisor: Supervisor | None) -> None:
+def set_default_supervisor(supervisor: SupervisorAPI | None) -> None:
     """The supervisor used by models and controllers created without one.
 
     QML creates registered types with no arguments (``ProcModel { session: "s1" }``),
@@ -157,12 +157,12 @@ def set_default_supervisor(supervisor: Supervisor | None) -> None:
     _default = supervisor
 
 
-def default_supervisor() -> Supervisor | None:
+def default_supervisor() -> SupervisorAPI | None:
     """The supervisor set by :func:`set_default_supervisor`, or None."""
     return _default
 
 
-def resolve_supervisor(supervisor: Supervisor | None, owner: str) -> Supervisor:
+def resolve_supervisor(supervisor: SupervisorAPI | None, owner: str) -> SupervisorAPI:
     """``supervisor``, else the default one; a clear error when there is neither."""
     if supervisor is not None:
         return supervisor
@@ -200,7 +200,7 @@ class EventPump:
     """
 
     def __init__(
-        self, supervisor: Supervisor, pattern: str, handler: Callable[[list[Event]], None]
+        self, supervisor: SupervisorAPI, pattern: str, handler: Callable[[list[Event]], None]
     ) -> None:
         self.pattern = pattern
         self._subscription = supervisor.subscribe(pattern)

@@ -19,7 +19,7 @@ import shiboken6
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, Supervisor, rules
+from procwindow.core import ProcNotFound, ProcStats, ProcwindowError, SupervisorAPI, rules
 
 from ._support import (
     current_loop,
@@ -69,13 +69,13 @@ class ProcController(QObject):
     restarted = Signal(int, int, arguments=["procId", "newProcId"])
     """``restart(procId)`` started its command again as ``newProcId`` (before ``started``)."""
 
-    def __init__(self, supervisor: Supervisor | None = None, parent: QObject | None = None):
+    def __init__(self, supervisor: SupervisorAPI | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self._sup = resolve_supervisor(supervisor, "ProcController")
         self._tasks: set[asyncio.Task[None]] = set()
 
     @property
-    def supervisor(self) -> Supervisor:
+    def supervisor(self) -> SupervisorAPI:
         """The supervisor this controller acts on."""
         return self._sup
 
@@ -274,7 +274,7 @@ class StatsSampler(QObject):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         parent: QObject | None = None,
         *,
         interval_ms: int = STATS_INTERVAL_MS,

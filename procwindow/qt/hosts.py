@@ -9,28 +9,27 @@ main window's model (:class:`~procwindow.qt.MainWindowModel`) switches
 between them as the selection moves, so every action acts on the supervisor
 its scope belongs to.
 
-A host whose supervisor has a link (a
-:class:`~procwindow.control.remote.RemoteSupervisor`: ``where``,
-``connected``, ``add_listener``) follows it: ``connected`` turns false while
-the link is down.
+A host follows its supervisor's link (``where``, ``connected``,
+``add_listener``): ``connected`` turns false while the link of a
+:class:`~procwindow.control.remote.RemoteSupervisor` is down.
 """
 
 from __future__ import annotations
 
-from typing import Protocol, cast, runtime_checkable
+from typing import cast
 
 import shiboken6
 from PySide6.QtCore import Property, QObject, Signal
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
-from procwindow.core import Supervisor
+from procwindow.core import SupervisorAPI
 
 from ._support import stored_property
 from .controller import ActiveScope, ProcController
 from .models import ProcModel, SearchModel, SessionModel
 from .notify import FailureNotifier
 
-__all__ = ["LOCAL_KEY", "LOCAL_LABEL", "Host", "Linked"]
+__all__ = ["LOCAL_KEY", "LOCAL_LABEL", "Host"]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
@@ -38,19 +37,6 @@ QML_IMPORT_MAJOR_VERSION = 1
 #: The key and label of the window's own supervisor.
 LOCAL_KEY = "local"
 LOCAL_LABEL = "This window"
-
-
-@runtime_checkable
-class Linked(Protocol):
-    """A supervisor reached through a link that can drop (a RemoteSupervisor)."""
-
-    @property
-    def where(self) -> str: ...
-
-    @property
-    def connected(self) -> bool: ...
-
-    def add_listener(self, callback: object) -> object: ...
 
 
 @QmlElement
@@ -71,7 +57,7 @@ class Host(QObject):  # type: ignore[operator]  # PySide's stub: not callable
 
     def __init__(
         self,
-        supervisor: Supervisor,
+        supervisor: SupervisorAPI,
         key: str = LOCAL_KEY,
         label: str = LOCAL_LABEL,
         *,
@@ -91,12 +77,10 @@ class Host(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self.overview_model = ProcModel(supervisor, parent=self)
         self.search_model = SearchModel(supervisor, self)
         self.notifier = FailureNotifier(supervisor, self) if notify else None
-        self._where = supervisor.where if isinstance(supervisor, Linked) else ""
-        self._connected = supervisor.connected if isinstance(supervisor, Linked) else True
+        self._where = supervisor.where
+        self._connected = supervisor.connected
         self._closed = False
-        self._unlisten = (
-            supervisor.add_listener(self._on_link) if isinstance(supervisor, Linked) else None
-        )
+        self._unlisten = supervisor.add_listener(self._on_link)
 
     def _get_key(self) -> str:
         return self._key
@@ -135,8 +119,7 @@ class Host(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         if self._closed:
             return
         self._closed = True
-        if callable(self._unlisten):
-            self._unlisten()
+        self._unlisten()
         self.session_model.close()
         self.overview_model.close()
         self.search_model.cancel()

@@ -14,7 +14,7 @@ from PySide6.QtGui import QGuiApplication
 from PySide6.QtQml import QQmlApplicationEngine
 from PySide6.QtQuick import QQuickWindow
 
-from procwindow.core import Supervisor
+from procwindow.core import SupervisorAPI
 
 from .controller import ActiveScope, ProcController
 from .host_tree import HostTreeModel
@@ -57,7 +57,7 @@ class Workspace(QObject):
 
     def __init__(
         self,
-        supervisor: Supervisor,
+        supervisor: SupervisorAPI,
         *,
         scopes: dict[str, list[str]] | None = None,
         notify: bool = False,
@@ -109,7 +109,7 @@ class Workspace(QObject):
 
     def add_host(
         self,
-        supervisor: Supervisor,
+        supervisor: SupervisorAPI,
         key: str,
         label: str,
         *,

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from PySide6.QtCore import QObject, QProcess, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 
-from procwindow.core import Event, EventKind, ExitInfo, ExitReason, ProcState, Supervisor
+from procwindow.core import Event, EventKind, ExitInfo, ExitReason, ProcState, SupervisorAPI
 
 from ._support import EventPump, Lifeline, plural, resolve_supervisor
 from .models.format import status_text
@@ -80,7 +80,7 @@ class FailureNotifier(QObject):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         parent: QObject | None = None,
         *,
         command: Sequence[str] | None = None,

@@ -31,7 +31,7 @@ from PySide6.QtQuick import QQuickWindow
 from PySide6.QtQuickControls2 import QQuickStyle
 
 from procwindow._paths import qml_dir
-from procwindow.core import Supervisor
+from procwindow.core import SupervisorAPI
 
 from .controller import ActiveScope, ProcController, StatsSampler
 from .models import OutputModel, ProcModel
@@ -102,7 +102,7 @@ class _OpenWindow:
     output_model: OutputModel
     stats: StatsSampler
     engine: QQmlEngine
-    supervisor: Supervisor
+    supervisor: SupervisorAPI
 
     def release(self) -> None:
         """Stop the models, close the window and delete it (idempotent)."""
@@ -132,7 +132,7 @@ _own_engines: set[QQmlEngine] = set()
 
 
 def open_proc_window(
-    supervisor: Supervisor,
+    supervisor: SupervisorAPI,
     session: str,
     agent: str = "",
     engine: QQmlEngine | None = None,
@@ -213,7 +213,7 @@ def window_model(window: QObject) -> ProcWindowModel:
 
 
 def find_proc_window(
-    engine: QQmlEngine, session: str, agent: str, supervisor: Supervisor | None = None
+    engine: QQmlEngine, session: str, agent: str, supervisor: SupervisorAPI | None = None
 ) -> QQuickWindow | None:
     """The open ProcWindow of ``engine`` that shows ``(session, agent)`` (of
     ``supervisor``, when given), raised; or None."""
@@ -230,7 +230,7 @@ def find_proc_window(
 
 
 def close_proc_windows(
-    engine: QQmlEngine | None = None, supervisor: Supervisor | None = None
+    engine: QQmlEngine | None = None, supervisor: SupervisorAPI | None = None
 ) -> None:
     """Close (and release) every open ProcWindow, or those of ``engine`` (and
     of ``supervisor``)."""

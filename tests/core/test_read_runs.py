@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from procwindow import Line, LineRun, RunBatch, Stream, Supervisor
-from procwindow.core._types import runs_of
+from procwindow.core import runs_of
 from tests.fuzz.test_fuzz_core import capture, interleave, streams
 
 from ..tiers import examples

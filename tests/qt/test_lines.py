@@ -17,8 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from procwindow.core import Line, LineRun, Stream
-from procwindow.core._types import runs_of
+from procwindow.core import Line, LineRun, Stream, runs_of
 from procwindow.qt.models import _lines, _texts
 from procwindow.qt.models._filter import FilterError, compile_filter
 from procwindow.qt.models._lines import FILTER_CHUNK, STRIP_AT_ONCE, LineBuffer, NewRows, Trim

@@ -17,8 +17,7 @@ from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 from PySide6.QtTest import QTest
 
-from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor
-from procwindow.core._types import runs_of
+from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor, runs_of
 from procwindow.qt import ProcModel, viewmodel
 from procwindow.qt.models import _frames
 from procwindow.qt.window import open_proc_window, window_model

@@ -30,8 +30,7 @@ from collections.abc import Iterable, Sequence
 from operator import add
 from typing import NamedTuple, overload
 
-from procwindow.core import Line, LineRun, Stream
-from procwindow.core._types import runs_of
+from procwindow.core import Line, LineRun, Stream, runs_of
 
 from ._filter import Matcher
 from ._texts import Texts

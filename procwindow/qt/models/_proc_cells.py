@@ -20,7 +20,7 @@ import time
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor
 
-from procwindow.core import ProcNotFound, ProcState, Supervisor, command_state, format_runtime
+from procwindow.core import ProcNotFound, ProcState, SupervisorAPI, command_state, format_runtime
 
 from ..sampler import RowSampler, StatsHistory, cpu_text, memory_text
 from ._proc_rows import ProcRow
@@ -62,7 +62,7 @@ class ProcCells:
     memory reads.
     """
 
-    def __init__(self, supervisor: Supervisor, sampler: RowSampler) -> None:
+    def __init__(self, supervisor: SupervisorAPI, sampler: RowSampler) -> None:
         self._sup = supervisor
         self._sampler = sampler
         self.columns: tuple[ProcColumn, ...] = ()
@@ -143,7 +143,7 @@ class ProcCells:
     def value(self, row: ProcRow, column: int, role: int) -> object:
         """The value of ``role`` at ``column`` of ``row`` (None: a role it does not serve)."""
         p = row.proc
-        if getattr(p, "disconnected", False):  # its supervisor's link is down
+        if p.disconnected:  # its supervisor's link is down
             value = self._disconnected(row, role)
             if value is not None:
                 return value

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from procwindow.core import Line, Proc, ProcNotFound, Supervisor
+from procwindow.core import Line, Proc, ProcNotFound, SupervisorAPI
 
 from ._lines import LineBuffer
 
@@ -33,7 +33,7 @@ class OutputReader:
     the proc's newest seq at the last read.
     """
 
-    def __init__(self, supervisor: Supervisor, buf: LineBuffer) -> None:
+    def __init__(self, supervisor: SupervisorAPI, buf: LineBuffer) -> None:
         self._sup = supervisor
         self._buf = buf
         self.proc_id = -1

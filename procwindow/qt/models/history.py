@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractListModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, EventKind, Proc, Supervisor, format_runtime
+from procwindow.core import Event, EventKind, Proc, SupervisorAPI, format_runtime
 from procwindow.core.rules import scope_pattern
 
 from .._support import (
@@ -190,7 +190,7 @@ class HistoryModel(QAbstractListModel):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         parent: QObject | None = None,
         *,
         session: str = "",
@@ -212,16 +212,14 @@ class HistoryModel(QAbstractListModel):
         self._poll.timeout.connect(self.reload)
         # A RemoteSupervisor answers history from what it fetched last, and says
         # when a fresh answer has come: read again then.
-        add_listener = getattr(self._sup, "add_listener", None)
-        if add_listener is not None:
-            ref = weakref.ref(self)
+        ref = weakref.ref(self)
 
-            def heard(what: str) -> None:
-                model = ref()
-                if model is not None and what == "history":
-                    model._reload_later.start()
+        def heard(what: str) -> None:
+            model = ref()
+            if model is not None and what == "history":
+                model._reload_later.start()
 
-            self._lifeline.on_close(add_listener(heard))
+        self._lifeline.on_close(self._sup.add_listener(heard))
 
     # -- properties ----------------------------------------------------------------
 

@@ -23,7 +23,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QGuiApplication
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, Line, Proc, ProcNotFound, ProcwindowError, Stream, Supervisor
+from procwindow.core import Event, Line, Proc, ProcNotFound, ProcwindowError, Stream, SupervisorAPI
 from procwindow.core.rules import scope_pattern
 
 from .. import ansi
@@ -192,7 +192,7 @@ class OutputModel(QAbstractListModel):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         proc_id: int = -1,
         parent: QObject | None = None,
     ) -> None:

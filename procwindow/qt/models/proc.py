@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from PySide6.QtCore import QAbstractTableModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, InvalidScope, Proc, ProcNotFound, Supervisor
+from procwindow.core import Event, InvalidScope, Proc, ProcNotFound, SupervisorAPI
 from procwindow.core.rules import check_scope_name, scope_pattern
 
 from .._support import (
@@ -150,7 +150,7 @@ class ProcModel(QAbstractTableModel):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         session: str = "",
         agent: str = "",
         parent: QObject | None = None,
@@ -512,9 +512,6 @@ class ProcModel(QAbstractTableModel):
     def _listen_to_link(self) -> None:
         """A supervisor reached over a link (RemoteSupervisor) says when it drops
         and comes back: every row then reads "disconnected", or its state again."""
-        add_listener = getattr(self._sup, "add_listener", None)
-        if add_listener is None:
-            return
         ref = weakref.ref(self)
 
         def heard(what: str) -> None:
@@ -523,7 +520,7 @@ class ProcModel(QAbstractTableModel):
                 model._cells.advance()
                 model._announce_state(range(len(model._rows)))
 
-        self._lifeline.on_close(add_listener(heard))
+        self._lifeline.on_close(self._sup.add_listener(heard))
 
     def _on_events(self, events: list[Event]) -> None:
         self._cells.advance()  # what changes with time is read again

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QAbstractListModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import InvalidPattern, ProcNotFound, SearchHit, Stream, Supervisor
+from procwindow.core import InvalidPattern, ProcNotFound, SearchHit, Stream, SupervisorAPI
 
 from .. import ansi
 from .._support import (
@@ -149,7 +149,7 @@ class SearchModel(QAbstractListModel):
 
     def __init__(
         self,
-        supervisor: Supervisor | None = None,
+        supervisor: SupervisorAPI | None = None,
         parent: QObject | None = None,
         *,
         max_hits: int = MAX_HITS,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from PySide6.QtCore import QAbstractItemModel, QByteArray, QModelIndex, QObject, Qt, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, EventKind, ScopeCounts, Supervisor, count_scopes
+from procwindow.core import Event, EventKind, ScopeCounts, SupervisorAPI, count_scopes
 from procwindow.core.rules import scope_pattern
 
 from .._support import EventPump, Lifeline, empty_data, resolve_supervisor
@@ -67,7 +67,7 @@ class SessionModel(QAbstractItemModel):
 
     ROLE_NAMES = SESSION_ROLE_NAMES
 
-    def __init__(self, supervisor: Supervisor | None = None, parent: QObject | None = None):
+    def __init__(self, supervisor: SupervisorAPI | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self._sup = resolve_supervisor(supervisor, "SessionModel")
         self._sessions: list[_Node] = []
