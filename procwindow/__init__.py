@@ -74,6 +74,9 @@ try:
 except _metadata.PackageNotFoundError:  # running from a checkout that was never installed
     __version__ = "0.0.0+unknown"
 
+#: The command's name, which its messages begin with.
+PROG = "procwindow"
+
 __all__ = [
     "Backoff",
     "ByteBatch",

@@ -3,7 +3,7 @@
 ``procwindow attach A B``, ``procwindow --attach A`` and a workspace file's
 ``attach = [...]`` name servers elsewhere (a name or socket path here, or
 ``ssh://[user@]host[:port][/NAME]``). Each one reached becomes a host of the
-window (:meth:`procwindow.app.Workspace.add_host`): a node of the session
+window (:meth:`procwindow.qt.mainwindow.Workspace.add_host`): a node of the session
 tree with its sessions below, whose actions go to that server. One that
 cannot be reached is reported in one line and the others go on; one whose
 link drops later stays shown, greyed, while its RemoteSupervisor reconnects.
@@ -15,14 +15,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
-from procwindow.control._links import parse_target
+from procwindow.control import parse_target
 from procwindow.control.remote import LinkError, RemoteSupervisor
-from procwindow.core import ProcwindowError, Supervisor
+from procwindow.core import ProcwindowError
 
 if TYPE_CHECKING:
-    from procwindow.app import Workspace
+    from procwindow.qt.mainwindow import Workspace
 
 __all__ = ["AlreadyShown", "Attached", "Attachments", "connect"]
 
@@ -99,8 +99,7 @@ class Attachments:
             scopes = await attached.scopes()
         except ProcwindowError:
             scopes = {}
-        sup = cast(Supervisor, attached.remote)  # the qt layer takes any SupervisorAPI
-        self._workspace.add_host(sup, key, attached.label, scopes=scopes)
+        self._workspace.add_host(attached.remote, key, attached.label, scopes=scopes)
         self._report(f"Attached to {attached.label}", False)
         return attached.label
 

@@ -33,7 +33,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 import qasync
 from PySide6.QtCore import QCoreApplication
@@ -41,7 +41,7 @@ from PySide6.QtGui import QGuiApplication, QIcon, QWindow
 from PySide6.QtQuick import QQuickWindow
 from PySide6.QtWidgets import QApplication
 
-from procwindow import cli
+from procwindow import PROG
 from procwindow._attach import AlreadyShown, Attached, Attachments, connect
 from procwindow._paths import resources_dir
 from procwindow.control import (
@@ -71,7 +71,6 @@ __all__ = [
     "QUICK_STYLE",
     "Workspace",
     "ensure_style",
-    "main",
     "open_proc_window",
     "proc_windows",
     "run",
@@ -85,14 +84,6 @@ COMMAND_AGENT = DEFAULT_AGENT
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 #: The environment variable naming the directory SIGUSR1 screenshots go to.
 SCREENSHOT_ENV = "PROCWINDOW_SCREENSHOT_DIR"
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """The ``procwindow`` command: parse ``argv`` and open the window.
-
-    ``--help`` and ``--version`` answer without loading Qt (see :mod:`procwindow.cli`).
-    """
-    return cli.main(argv)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             workspace = load_workspace(workspace_file)
         except ProcwindowError as exc:
-            print(f"{cli.PROG}: {exc}", file=sys.stderr)
+            print(f"{PROG}: {exc}", file=sys.stderr)
             return 2
     if getattr(args, "no_serve", False):
         socket_path = None
@@ -129,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             socket_path = default_socket_path(name)
         except ProcwindowError as exc:
-            print(f"{cli.PROG}: not serving the control socket: {exc}", file=sys.stderr)
+            print(f"{PROG}: not serving the control socket: {exc}", file=sys.stderr)
             socket_path = None
     return run_app(
         command=args.command,
@@ -198,7 +189,7 @@ async def _run(
         elif running and not killers:
             # A second signal while the children are being terminated: do not
             # wait out their grace.
-            print(f"{cli.PROG}: killing every process now", file=sys.stderr, flush=True)
+            print(f"{PROG}: killing every process now", file=sys.stderr, flush=True)
             killers.append(asyncio.ensure_future(_kill_everything(running[0])))
 
     # First of all: Ctrl+C, SIGTERM or SIGHUP must close the supervisor, not kill us.
@@ -220,7 +211,7 @@ async def _run(
                         command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool=DEFAULT_TOOL
                     )
                 except ProcwindowError as exc:
-                    print(f"{cli.PROG}: {exc}", file=sys.stderr)
+                    print(f"{PROG}: {exc}", file=sys.stderr)
                     return 2
                 scopes = {COMMAND_SESSION: [COMMAND_AGENT]}
                 first = (COMMAND_SESSION, COMMAND_AGENT)
@@ -229,7 +220,7 @@ async def _run(
                 try:
                     await workspace_file.start(supervisor)
                 except ProcwindowError as exc:
-                    print(f"{cli.PROG}: {exc}", file=sys.stderr)
+                    print(f"{PROG}: {exc}", file=sys.stderr)
                     return 2
                 scopes = {s: list(a) for s, a in workspace_file.sessions.items()}
                 first = (next(iter(scopes), COMMAND_SESSION), "")
@@ -267,7 +258,7 @@ async def _kill_everything(supervisor: Supervisor) -> None:
     try:
         await supervisor.kill_all()
     except Exception as exc:  # closing the supervisor still stops everything
-        print(f"{cli.PROG}: killing every process failed: {exc}", file=sys.stderr)
+        print(f"{PROG}: killing every process failed: {exc}", file=sys.stderr)
 
 
 async def _serve(
@@ -280,9 +271,9 @@ async def _serve(
     try:
         await server.start()
     except (ProcwindowError, OSError) as exc:
-        print(f"{cli.PROG}: not serving the control socket: {exc}", file=sys.stderr)
+        print(f"{PROG}: not serving the control socket: {exc}", file=sys.stderr)
         return None
-    print(f"{cli.PROG}: control socket at {socket_path}", file=sys.stderr, flush=True)
+    print(f"{PROG}: control socket at {socket_path}", file=sys.stderr, flush=True)
     return server
 
 
@@ -339,9 +330,8 @@ async def _attach(
         first, others = reached[0], reached[1:]
         try:
             scopes = await first.scopes()
-            # The qt layer's signatures name Supervisor; it takes any SupervisorAPI.
             workspace = Workspace(
-                cast(Supervisor, first.remote),
+                first.remote,
                 scopes=scopes,
                 notify=notify,
                 key=first.key,
@@ -362,7 +352,7 @@ async def _attach(
                     try:
                         await attachments.show(attached)
                     except AlreadyShown as exc:  # listed twice
-                        print(f"{cli.PROG}: {exc}", file=sys.stderr, flush=True)
+                        print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
                 await quit_now.wait()
             finally:
                 await attachments.close()
@@ -390,9 +380,9 @@ async def _reach(
     for result in results:
         if isinstance(result, Attached):
             reached.append(result)
-            print(f"{cli.PROG}: attached to {result.remote.where}", file=sys.stderr, flush=True)
+            print(f"{PROG}: attached to {result.remote.where}", file=sys.stderr, flush=True)
         elif isinstance(result, ProcwindowError):
-            print(f"{cli.PROG}: {result}", file=sys.stderr, flush=True)
+            print(f"{PROG}: {result}", file=sys.stderr, flush=True)
     unexpected = [
         r for r in results if isinstance(r, BaseException) and not isinstance(r, ProcwindowError)
     ]
@@ -409,7 +399,7 @@ def _reporter(workspace: Workspace) -> Callable[[str, bool], None]:
     def report(message: str, is_error: bool) -> None:
         workspace.view_model.showStatus(message, is_error)
         if is_error:
-            print(f"{cli.PROG}: {message}", file=sys.stderr, flush=True)
+            print(f"{PROG}: {message}", file=sys.stderr, flush=True)
 
     return report
 
@@ -425,7 +415,7 @@ def _save_screenshots() -> None:
     for n, window in enumerate(w for w in windows if w.isVisible()):
         path = directory / f"{n:02d}-{_slug(window)}.png"
         if isinstance(window, QQuickWindow) and window.grabWindow().save(str(path)):
-            print(f"{cli.PROG}: screenshot {path}", file=sys.stderr, flush=True)
+            print(f"{PROG}: screenshot {path}", file=sys.stderr, flush=True)
 
 
 def _slug(window: QWindow) -> str:

@@ -13,9 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from procwindow import __version__
-
-PROG = "procwindow"
+from procwindow import PROG, __version__
 
 # Distributions the window needs beyond the supervisor, by top-level module name.
 _WINDOW_MODULES = frozenset({"PySide6", "shiboken6", "qasync"})

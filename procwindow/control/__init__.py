@@ -5,8 +5,15 @@ No Qt here: ``procwindow serve`` runs all of it headless.
 
 from __future__ import annotations
 
+from ._links import parse_target
 from ._protocol import MAX_REQUEST, PROTOCOL_VERSION, ProtocolError
-from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, default_socket_path, socket_dir
+from ._sockdir import (
+    DEFAULT_SERVER_NAME,
+    SocketDirError,
+    check_name,
+    default_socket_path,
+    socket_dir,
+)
 from .client import CannotConnect, Client, ServerError
 from .server import ControlServer
 from .workspace import Workspace, WorkspaceError, load_workspace
@@ -23,7 +30,9 @@ __all__ = [
     "SocketDirError",
     "Workspace",
     "WorkspaceError",
+    "check_name",
     "default_socket_path",
     "load_workspace",
+    "parse_target",
     "socket_dir",
 ]

@@ -26,7 +26,7 @@ import os
 import signal
 import sys
 
-from ..control._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
+from ..control import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from ..core import ProcwindowError
 from ._backend import Backend, Scope
 from ._text import TEXT_CAP

@@ -26,7 +26,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtQml import QmlElement
 
 from ._support import stored_property
-from .models._proc_cells import status_tint
+from .models import status_tint
 from .models.format import status_texts
 
 __all__ = [

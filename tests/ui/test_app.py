@@ -12,7 +12,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from procwindow import app as window_app
+from procwindow import cli
 from procwindow.demo import DEMO_JOBS, DEMO_SCOPES, job_argv
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,8 +80,8 @@ def test_a_command_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 
 
 def test_version_and_help_do_not_open_a_window() -> None:
-    assert window_app.main(["--version"]) == 0
-    assert window_app.main(["--help"]) == 0
+    assert cli.main(["--version"]) == 0
+    assert cli.main(["--help"]) == 0
 
 
 def test_the_demo_covers_two_sessions_and_three_agents() -> None:

@@ -19,6 +19,7 @@ model's ``ROLE_NAMES``.
 from __future__ import annotations
 
 from ._lines import FILTER_CHUNK, STRIP_AT_ONCE
+from ._proc_cells import status_tint
 from .format import STATUS_COLORS, status_text
 from .history import HistoryModel, HistoryRole
 from .output import DEFAULT_MAX_LINES, FILTER_BUDGET, FRAME_MS, FRAME_READ_LIMIT, OutputModel
@@ -62,4 +63,5 @@ __all__ = [
     "SessionModel",
     "SessionRole",
     "status_text",
+    "status_tint",
 ]
