@@ -205,25 +205,11 @@ async def _run(
             graceful_timeout=DEFAULT_GRACEFUL_TIMEOUT if grace is None else grace, subreaper=True
         ) as supervisor:
             running.append(supervisor)
-            if command is not None:
-                try:
-                    await supervisor.spawn(
-                        command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool=DEFAULT_TOOL
-                    )
-                except ProcwindowError as exc:
-                    print(f"{PROG}: {exc}", file=sys.stderr)
-                    return 2
-                scopes = {COMMAND_SESSION: [COMMAND_AGENT]}
-                first = (COMMAND_SESSION, COMMAND_AGENT)
-            else:
-                assert workspace_file is not None
-                try:
-                    await workspace_file.start(supervisor)
-                except ProcwindowError as exc:
-                    print(f"{PROG}: {exc}", file=sys.stderr)
-                    return 2
-                scopes = {s: list(a) for s, a in workspace_file.sessions.items()}
-                first = (next(iter(scopes), COMMAND_SESSION), "")
+            try:
+                scopes, first = await _start(supervisor, command, workspace_file)
+            except ProcwindowError as exc:
+                print(f"{PROG}: {exc}", file=sys.stderr)
+                return 2
             if quit_now.is_set():
                 return 0
             server = await _serve(supervisor, socket_path, scopes)
@@ -252,6 +238,22 @@ async def _run(
         for signum in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(signum)
     return 0
+
+
+async def _start(
+    supervisor: Supervisor, command: list[str] | None, workspace_file: WorkspaceFile | None
+) -> tuple[dict[str, list[str]], tuple[str, str]]:
+    """Run the command, or start the workspace's commands: the scopes to show,
+    and the one to select first (ProcwindowError when it cannot start)."""
+    if command is not None:
+        await supervisor.spawn(
+            command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool=DEFAULT_TOOL
+        )
+        return {COMMAND_SESSION: [COMMAND_AGENT]}, (COMMAND_SESSION, COMMAND_AGENT)
+    assert workspace_file is not None
+    await workspace_file.start(supervisor)
+    scopes = {s: list(a) for s, a in workspace_file.sessions.items()}
+    return scopes, (next(iter(scopes), COMMAND_SESSION), "")
 
 
 async def _kill_everything(supervisor: Supervisor) -> None:
