@@ -515,7 +515,7 @@ class Supervisor:
             argv=args,
             session=session,
             agent=agent,
-            tool=tool,
+            tool=values["tool"],
             cwd=cwd_s,
             env=dict(overrides) if overrides is not None else None,
             started_at=self._clock.time(),
@@ -546,7 +546,7 @@ class Supervisor:
         run.capture.watch(child)
         run.loop.add_reader(started.pidfd, self._on_exit, child)
         self._events.publish(
-            proc, EventKind.START, os_pid=pid, tool=tool, cmd=proc.cmd, at=proc.started_at
+            proc, EventKind.START, os_pid=pid, tool=proc.tool, cmd=proc.cmd, at=proc.started_at
         )
         if options.timeout is not None:
             child.timeout_handle = run.loop.call_later(options.timeout, self._time_out, child)
