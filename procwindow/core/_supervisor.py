@@ -28,7 +28,6 @@ from ._archive import (
 from ._capture import BIG_PIPE, Capture
 from ._child import Child, StopCause
 from ._errors import (
-    ProcNotFound,
     ProcRunning,
     SupervisorClosed,
     Timeout,
@@ -40,11 +39,12 @@ from ._orchestra import run_of
 from ._output import OutputStore, ReadBuffers, RingBudget
 from ._private import private_state_root
 from ._proc import Proc, SpawnOptions
+from ._reads import Reads, past_id
 from ._ready import Ready
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
-from ._search import Matcher, SearchHit, search_procs
+from ._search import SearchHit
 from ._signals import TreeSignals
 from ._spawn import check_cwd, resolve
 from ._starter import Starter
@@ -68,7 +68,6 @@ from .rules import (
     DEFAULT_TOOL,
     check_graceful_timeout,
 )
-from .spec import MAX_ID
 
 if TYPE_CHECKING:
     from ._orchestra import WorkspaceRun
@@ -231,6 +230,7 @@ class Supervisor:
         #: The workspaces running here (``Workspace.start`` adds, their stop
         #: removes); close() stops them first, each dependents first.
         self._workspaces: list[WorkspaceRun] = []
+        self._reads = Reads(self._children, self._archive)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -655,26 +655,16 @@ class Supervisor:
     # -- queries -------------------------------------------------------------
 
     def _child(self, proc_id: int) -> Child:
-        try:
-            return self._children[proc_id]
-        except (KeyError, TypeError):
-            raise ProcNotFound(proc_id) from None
-
-    def _live(self, proc_id: int) -> Child | None:
-        """The live child with this id, or None (a past id, or not an id at all)."""
-        return self._children.get(proc_id) if isinstance(proc_id, int) else None
+        return self._reads.child(proc_id)
 
     def _procs(self) -> _agent.Procs:
         """What the agent layer needs of us: our procs, live or past."""
-        return _agent.Procs(self._live, self.get, self.read)
+        return _agent.Procs(self._reads.live, self.get, self.read)
 
     def get(self, proc_id: int) -> Proc:
         """The proc with this id, live or from the history; ProcNotFound if
         there is none (or it was forgotten)."""
-        child = self._live(proc_id)
-        if child is not None:
-            return child.proc
-        return self._archive.past(self._id(proc_id))
+        return self._reads.get(proc_id)
 
     def history(
         self,
@@ -690,37 +680,11 @@ class Supervisor:
         supervisor's (live ones as they are now), dismissed ones, earlier runs'
         and other supervisors'. ``since`` is a start time (epoch seconds).
         Empty when history is off."""
-        spec.check(
-            "history",
-            session=session,
-            agent=agent,
-            tool=tool,
-            reason=reason,
-            since=since,
-            limit=limit,
-        )
-        rows = self._archive.rows(
-            session=session,
-            agent=agent,
-            tool=tool,
-            reason=ExitReason(reason).value if reason is not None else None,
-            since=since,
-            limit=limit,
-        )
-        out = []
-        for row in rows:
-            child = self._children.get(row.id)
-            out.append(child.proc if child is not None else Proc._from_record(row))
-        return out
+        return self._reads.history(session, agent, tool, reason, since, limit)
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
         """The procs of a scope (None: any), newest first."""
-        return [
-            c.proc
-            for c in reversed(self._children.values())
-            if (session is None or c.proc.session == session)
-            and (agent is None or c.proc.agent == agent)
-        ]
+        return self._reads.procs(session, agent)
 
     def runtime(self, proc_id: int) -> float:
         """Seconds the proc has run (until its exit)."""
@@ -748,20 +712,7 @@ class Supervisor:
         next read returns it again, completed or changed. ``stream`` keeps
         only that stream's lines; the cursor still moves past the other's.
         """
-        want = self._read_args(proc_id, since, limit, stream, partial)
-        child = self._live(proc_id)
-        if child is None:
-            return self._archive.read_past(self._id(proc_id), since, limit, want)
-        batch = self._archive.read_child(child, since, limit, want)
-        return child.with_partials(batch, limit, want) if partial else batch
-
-    @staticmethod
-    def _read_args(
-        proc_id: int, since: int, limit: int | None, stream: Stream | str | None, partial: bool
-    ) -> Stream | None:
-        """Check a read's arguments as ``out`` takes them; the stream wanted."""
-        spec.check("out", proc=proc_id, since=since, limit=limit, stream=stream, partial=partial)
-        return Stream(stream) if stream is not None else None
+        return self._reads.read(proc_id, since, limit, stream, partial)
 
     def read_runs(
         self,
@@ -780,12 +731,7 @@ class Supervisor:
         Same arguments, same ``dropped``, ``cursor`` and ``eof``;
         ``read_runs(...).lines() == read(...).lines``.
         """
-        want = self._read_args(proc_id, since, limit, stream, partial)
-        child = self._live(proc_id)
-        if child is None:
-            return RunBatch.of(self._archive.read_past(self._id(proc_id), since, limit, want))
-        batch = self._archive.read_child_runs(child, since, limit, want)
-        return child.runs_with_partials(batch, limit, want) if partial else batch
+        return self._reads.read_runs(proc_id, since, limit, stream, partial)
 
     def read_bytes(
         self,
@@ -815,29 +761,12 @@ class Supervisor:
         >>> batch = sup.read_bytes(p.id, max_bytes=2 << 20)  # doctest: +SKIP
         >>> sys.stdout.buffer.write(batch.data)  # doctest: +SKIP
         """
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
-        ):
-            raise ValueError(f"max_bytes must be a positive int (or None), got {max_bytes!r}")
-        want = Stream(stream) if stream is not None else None
-        child = self._live(proc_id)
-        if child is None:
-            return self._archive.read_past_bytes(self._id(proc_id), since, limit, max_bytes, want)
-        return self._archive.read_child_bytes(child, since, limit, max_bytes, want)
+        return self._reads.read_bytes(proc_id, since, limit, max_bytes, stream)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only),
         made at the stream's first write: a stream that wrote nothing has none."""
-        if isinstance(proc_id, int) and proc_id in self._children:
-            return self._archive.logs.file_path(proc_id, stream)
-        return self._archive.log_path(self._id(proc_id), Stream(stream))
-
-    @staticmethod
-    def _id(proc_id: object) -> int:
-        # Past SQLite's 64-bit integers there is no proc either (not an overflow).
-        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or not 1 <= proc_id <= MAX_ID:
-            raise ProcNotFound(proc_id)  # type: ignore[arg-type]
-        return proc_id
+        return self._reads.log_path(proc_id, stream)
 
     async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo:
         """Wait until the proc exits; return how it ended.
@@ -846,9 +775,9 @@ class Supervisor:
         left alone (it keeps running). A past id returns its recorded exit.
         """
         limit = spec.check("wait", proc=proc_id, timeout=timeout)["timeout"]
-        child = self._live(proc_id)
+        child = self._reads.live(proc_id)
         if child is None:
-            past = self._archive.past(self._id(proc_id))
+            past = self._archive.past(past_id(proc_id))
             if past.exit is None:
                 raise ProcRunning(proc_id)
             return past.exit
@@ -979,27 +908,8 @@ class Supervisor:
         after that time (epoch seconds). An async iterator: it streams, can be
         cancelled, and returns to the event loop every few milliseconds.
         Raises InvalidPattern at once for an empty pattern or a bad regex."""
-        spec.check(
-            "search",
-            pattern=pattern,
-            regex=regex,
-            case_sensitive=case_sensitive,
-            session=session,
-            agent=agent,
-            proc=proc,
-            since=since,
-            limit=limit,
-        )
-        match = Matcher(pattern, regex=regex, case_sensitive=case_sensitive)
-        return search_procs(
-            self._children,
-            self._archive,
-            match,
-            session=session,
-            agent=agent,
-            proc=proc,
-            since=since,
-            limit=limit,
+        return self._reads.search(
+            pattern, regex, case_sensitive, session, agent, proc, since, limit
         )
 
     # -- events --------------------------------------------------------------
@@ -1116,7 +1026,7 @@ class Supervisor:
             self.dismiss(proc_id)
             self._archive.forget(proc_id, None)
             return
-        self._archive.forget_past(self._id(proc_id))
+        self._archive.forget_past(past_id(proc_id))
 
     async def term_all(self, session: str | None = None, agent: str | None = None) -> None:
         """``term`` every running proc of a scope (None: any), concurrently."""
