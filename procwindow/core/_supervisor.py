@@ -30,7 +30,6 @@ from ._child import Child, StopCause
 from ._errors import (
     ProcRunning,
     SupervisorClosed,
-    Timeout,
     WrongLoop,
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
@@ -775,18 +774,7 @@ class Supervisor:
         left alone (it keeps running). A past id returns its recorded exit.
         """
         limit = spec.check("wait", proc=proc_id, timeout=timeout)["timeout"]
-        child = self._reads.live(proc_id)
-        if child is None:
-            past = self._archive.past(past_id(proc_id))
-            if past.exit is None:
-                raise ProcRunning(proc_id)
-            return past.exit
-        try:
-            return await child.until_exit(limit)
-        except Timeout:
-            raise
-        except TimeoutError:
-            raise Timeout.waiting(proc_id, limit or 0.0, "did not exit") from None
+        return await _waiting.wait_exit(self._procs(), proc_id, limit)
 
     # -- the agent layer -------------------------------------------------------
 
@@ -819,24 +807,15 @@ class Supervisor:
             since=since,
             timeout=timeout,
         )
-        try:
-            return await _waiting.wait_for(
-                self._procs(),
-                proc_id,
-                pattern,
-                regex=args["regex"],
-                stream=args["stream"],
-                since=args["since"],
-                timeout=args["timeout"],
-            )
-        except Timeout:
-            raise
-        except TimeoutError:
-            raise Timeout(
-                proc_id,
-                args["timeout"] or 0.0,
-                f"proc {proc_id}: no line matched {pattern!r} within {args['timeout']:g} s",
-            ) from None
+        return await _waiting.wait_for(
+            self._procs(),
+            proc_id,
+            pattern,
+            regex=args["regex"],
+            stream=args["stream"],
+            since=args["since"],
+            timeout=args["timeout"],
+        )
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc:
         """Wait until the proc's readiness check passes (``spawn(ready=...)``);
@@ -847,12 +826,7 @@ class Supervisor:
         left alone).
         """
         limit = spec.check("ready", proc=proc_id, timeout=timeout)["timeout"]
-        try:
-            return await _waiting.wait_ready(self._procs(), proc_id, limit)
-        except Timeout:
-            raise
-        except TimeoutError:
-            raise Timeout.waiting(proc_id, limit or 0.0, "was not ready") from None
+        return await _waiting.wait_ready(self._procs(), proc_id, limit)
 
     async def excerpt(
         self,

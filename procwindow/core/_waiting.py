@@ -1,4 +1,4 @@
-"""Waiting, for the agent layer: for a line that matches (in the ring, in the
+"""Waiting: for a proc's exit, for a line that matches (in the ring, in the
 logs, or a partial line) and for a proc's readiness check to pass."""
 
 from __future__ import annotations
@@ -9,16 +9,33 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ._agent import SCAN_CHUNK, Procs, run_check
-from ._errors import NoMatch, NotReady
+from ._errors import NoMatch, NotReady, ProcRunning, Timeout
 from ._match import LineMatch
 from ._ready import Ready, check_timeout
-from ._types import EventKind, Line, Stream
+from ._types import EventKind, ExitInfo, Line, Stream
 
 if TYPE_CHECKING:
     from ._child import Child
     from ._proc import Proc
 
-__all__ = ["wait_for", "wait_ready", "watch_ready"]
+__all__ = ["wait_exit", "wait_for", "wait_ready", "watch_ready"]
+
+
+async def wait_exit(procs: Procs, proc_id: int, timeout: float | None) -> ExitInfo:
+    """``Supervisor.wait``: how the proc ended, once it has (a past id: its
+    recorded exit)."""
+    child = procs.live(proc_id)
+    if child is None:
+        past = procs.get(proc_id)
+        if past.exit is None:
+            raise ProcRunning(proc_id)
+        return past.exit
+    try:
+        return await child.until_exit(timeout)
+    except Timeout:
+        raise
+    except TimeoutError:
+        raise Timeout.waiting(proc_id, timeout or 0.0, "did not exit") from None
 
 
 async def wait_for(
@@ -35,8 +52,17 @@ async def wait_for(
     match = LineMatch(pattern, regex=regex)
     want = Stream(stream) if stream is not None else None
     limit = check_timeout(timeout)
-    async with asyncio.timeout(limit):
-        return await _scan_for(procs, proc_id, match, want, since)
+    try:
+        async with asyncio.timeout(limit):
+            return await _scan_for(procs, proc_id, match, want, since)
+    except Timeout:
+        raise
+    except TimeoutError:
+        raise Timeout(
+            proc_id,
+            limit or 0.0,
+            f"proc {proc_id}: no line matched {pattern!r} within {limit:g} s",
+        ) from None
 
 
 async def _scan_for(
@@ -96,7 +122,10 @@ async def wait_ready(procs: Procs, proc_id: int, timeout: float | None = None) -
         if p.exit is not None:
             raise NotReady.exited(p.id, p.exit)
         raise NotReady(p.id, "its check runs under another supervisor")
-    await asyncio.wait_for(asyncio.shield(child.ready_task), limit)
+    try:
+        await asyncio.wait_for(asyncio.shield(child.ready_task), limit)
+    except TimeoutError:
+        raise Timeout.waiting(proc_id, limit or 0.0, "was not ready") from None
     if p.ready:
         return p
     if p.exit is not None:
