@@ -10,11 +10,10 @@ import logging
 import os
 import secrets
 import signal
-import time
 import warnings
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import _agent, _spawn, _stdin, _waiting, spec
 from ._agent import Excerpt
@@ -28,7 +27,6 @@ from ._archive import (
 from ._capture import BIG_PIPE, Capture
 from ._child import Child, StopCause
 from ._errors import (
-    ProcRunning,
     SupervisorClosed,
     WrongLoop,
 )
@@ -48,7 +46,7 @@ from ._signals import TreeSignals
 from ._spawn import check_cwd, resolve
 from ._starter import Starter
 from ._statefile import StateFile, recover_leftovers
-from ._tree import FRESH_TTL, SNAPSHOT_TTL
+from ._stopping import Stopping
 from ._types import (
     SYSTEM_CLOCK,
     Clock,
@@ -81,13 +79,6 @@ DEFAULT_RING_LINES = 100_000
 DEFAULT_RING_BYTES = 32 * 1024 * 1024
 #: Default bound of all rings together, in bytes.
 DEFAULT_RING_BUDGET = 256 * 1024 * 1024
-#: How long close() waits for children that got SIGKILL (a process in
-#: uninterruptible sleep dies only when its I/O returns).
-_KILL_WAIT = 5.0
-#: How long close() waits for what the children left behind to die.
-_LEFTOVER_WAIT = 2.0
-#: Delay of the sweep that follows a dismiss (coalesces bursts).
-_SWEEP_SOON = 0.1
 
 
 class _Running:
@@ -122,6 +113,17 @@ class _Running:
         )
         self.starter = Starter(
             loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
+        )
+        self.stopping = Stopping(
+            loop,
+            self.signals,
+            self.sweeper,
+            self.capture,
+            sup._children,
+            sup._archive,
+            sup._events,
+            lambda: sup.graceful_timeout,
+            lambda: sup._closing,
         )
         # History writes (spawns' rows, exits and their output counters) are
         # committed together, a moment after the first, off each spawn's path.
@@ -327,44 +329,13 @@ class Supervisor:
                     log.exception("stopping a workspace in order failed; closing goes on")
             if self._run is not None:  # each start under way gives its child up
                 await self._run.starter.settle()
-            clean = True if self._run is None else await self._stop_everything(self._run)
+            clean = True if self._run is None else await self._run.stopping.stop_everything()
         except Exception:
             log.exception("closing the supervisor failed; its watchdog stops what is left")
         finally:
             # Also when cancelled: every fd is closed, and without a goodbye
             # the watchdog stops whatever still runs.
             self._release(clean)
-
-    async def _stop_everything(self, run: _Running) -> bool:
-        """Stop every proc and what it left behind; True if nothing of ours runs."""
-        checks = [c.ready_task for c in self._children.values() if c.ready_task is not None]
-        for task in checks:
-            task.cancel()
-        await asyncio.gather(*checks, return_exceptions=True)
-        results = await asyncio.gather(
-            *(self.term(p.id) for p in self.procs() if p.running), return_exceptions=True
-        )
-        for result in results:
-            if isinstance(result, BaseException):
-                log.error("term failed while closing: %s", result)
-        running = [c for c in self._children.values() if c.proc.running]
-        if running:  # term failed: SIGKILL by group and pidfd, which need no fds
-            for child in running:
-                child.note_stop(StopCause.KILLED)
-                run.signals.signal_group(child, signal.SIGKILL)
-            done = asyncio.gather(*(asyncio.shield(c.exit_fut) for c in running))
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(done, _KILL_WAIT)
-        clean = not any(c.proc.running for c in self._children.values())
-        if run.signals.snap(FRESH_TTL) is None:
-            clean = False
-        else:
-            for child in list(self._children.values()):
-                run.signals.kill_leftovers(child, SNAPSHOT_TTL)
-        for child in self._children.values():
-            run.capture.close(child)
-        gone = await run.sweeper.wait_gone(deadline=time.monotonic() + _LEFTOVER_WAIT)
-        return clean and gone
 
     def _release(self, clean: bool) -> None:
         """Free every resource; stand the watchdog down only if ``clean``."""
@@ -548,7 +519,9 @@ class Supervisor:
             proc, EventKind.START, os_pid=pid, tool=proc.tool, cmd=proc.cmd, at=proc.started_at
         )
         if options.timeout is not None:
-            child.timeout_handle = run.loop.call_later(options.timeout, self._time_out, child)
+            child.timeout_handle = run.loop.call_later(
+                options.timeout, run.stopping.time_out, child
+            )
         if options.ready is not None:
             watch = _waiting.watch_ready(self._procs(), child, options.ready, self._events.publish)
             child.ready_task = run.loop.create_task(watch)
@@ -579,15 +552,6 @@ class Supervisor:
             stdin=o.stdin,
             ready=o.ready,
         )
-
-    def _time_out(self, child: Child) -> None:
-        """Its ``timeout`` ran out: terminate it (reason ``timeout``)."""
-        child.timeout_handle = None
-        if child.proc.exit is not None or self._closing:
-            return
-        child.timed_out = True
-        task = asyncio.ensure_future(self.term(child.id))
-        task.add_done_callback(_log_failure(f"proc {child.id}: terminating it at its timeout"))
 
     # -- exit ----------------------------------------------------------------
 
@@ -913,10 +877,6 @@ class Supervisor:
             child.proc, EventKind.PARTIAL, stream=line.stream, first_seq=line.seq, text=line.text
         )
 
-    def _mark_stopping(self, child: Child) -> None:
-        if child.proc._set_stopping():
-            self._events.publish(child.proc, EventKind.STOPPING)
-
     # -- signals -------------------------------------------------------------
 
     async def term(self, proc_id: int) -> ExitInfo:
@@ -924,29 +884,12 @@ class Supervisor:
         ``graceful_timeout``. Returns how it ended. On an exited proc it stops
         what the proc left behind (a grandchild holding its pipes) the same way."""
         child = self._child(proc_id)
-        run = self._bind_loop()
-        exit_ = child.proc.exit
-        if exit_ is not None:
-            await run.signals.stop_leftovers(child, self._grace(child.proc))
-            return exit_
-        task = child.stop_task
-        if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
-            # A stop that failed (out of fds, say) is not the proc's fate: try again.
-            stop = run.signals.terminate(child, self._grace(child.proc), self._mark_stopping)
-            task = child.stop_task = asyncio.ensure_future(stop)
-        return await asyncio.shield(task)
+        return await self._bind_loop().stopping.term(child)
 
     async def kill(self, proc_id: int) -> ExitInfo:
         """SIGKILL to the proc's group and descendants now; wait for the exit."""
         child = self._child(proc_id)
-        run = self._bind_loop()
-        if child.proc.exit is None:
-            child.note_stop(StopCause.KILLED)
-            self._mark_stopping(child)
-            run.signals.signal_tree(child, signal.SIGKILL)
-        else:
-            run.signals.kill_leftovers(child)
-        return await child.until_exit()
+        return await self._bind_loop().stopping.kill(child)
 
     async def interrupt(self, proc_id: int) -> bool:
         """SIGINT to the proc's group, as Ctrl-C would. False if it already exited."""
@@ -969,28 +912,8 @@ class Supervisor:
         left behind and close its pipes. Its history and logs stay (``forget``
         deletes them). ProcRunning if it still runs."""
         child = self._child(proc_id)
-        if child.proc.exit is None:
-            raise ProcRunning(proc_id)
-        run = self._run
-        assert run is not None  # it ran, so the supervisor is bound
-        if child.open_streams:
-            # Someone still holds its pipes: find and kill them now.
-            run.signals.kill_leftovers(child)
-        else:
-            # Leftovers that let go of the pipes (daemons) are found by the next
-            # sweep, which kills whatever carries the marker of a dismissed proc.
-            run.sweeper.schedule(_SWEEP_SOON)
-        run.capture.close(child)
-        child.close_stdin(run.loop)
-        if child.ready_task is not None:
-            child.ready_task.cancel()
-        self._archive.output(child)
-        self._archive.hide(proc_id)
-        del self._children[proc_id]
-        child.store.shrink(0)
-        run.signals.forget(child)
-        run.capture.forget(child)
-        self._events.publish(child.proc, EventKind.DISMISS)
+        assert self._run is not None  # it ran, so the supervisor is bound
+        self._run.stopping.dismiss(child)
 
     def forget(self, proc_id: int) -> None:
         """Delete an exited proc for good: its history record, log files and
@@ -1009,9 +932,6 @@ class Supervisor:
     async def kill_all(self, session: str | None = None, agent: str | None = None) -> None:
         """``kill`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
-
-    def _grace(self, p: Proc) -> float:
-        return self.graceful_timeout if p.graceful_timeout is None else p.graceful_timeout
 
     def _sweep_soon(self) -> None:
         """A tree could not be seen (fd limit): sweep for it later."""
@@ -1049,16 +969,6 @@ class Supervisor:
         run = self._run
         tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
         return tree_stats(child, tree or ())
-
-
-def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:
-    """A done-callback that logs a background task's failure."""
-
-    def done(task: asyncio.Future[Any]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.error("%s failed: %s", what, task.exception())
-
-    return done
 
 
 def _nothing() -> None:
