@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
 import logging
 import os
 import secrets
@@ -15,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _agent, _spawn, _stdin, _waiting, spec
+from . import _agent, _stdin, _waiting, spec
 from ._agent import Excerpt
 from ._archive import (
     DEFAULT_HISTORY_AGE,
@@ -31,11 +30,12 @@ from ._errors import (
     WrongLoop,
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
+from ._launch import Launcher
 from ._linux import require_linux
 from ._orchestra import run_of
 from ._output import OutputStore, ReadBuffers, RingBudget
 from ._private import private_state_root
-from ._proc import Proc, SpawnOptions
+from ._proc import Proc
 from ._reads import Reads, past_id
 from ._ready import Ready
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
@@ -43,7 +43,6 @@ from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
 from ._search import SearchHit
 from ._signals import TreeSignals
-from ._spawn import check_cwd, resolve
 from ._starter import Starter
 from ._statefile import StateFile, recover_leftovers
 from ._stopping import Stopping
@@ -124,6 +123,22 @@ class _Running:
             sup._events,
             lambda: sup.graceful_timeout,
             lambda: sup._closing,
+        )
+        self.launcher = Launcher(
+            loop,
+            self.starter,
+            self.capture,
+            self.sweeper,
+            sup._children,
+            sup._archive,
+            sup._events,
+            sup._clock,
+            [guard for guard in (sup._watchdog, sup._statefile) if guard is not None],
+            lambda: OutputStore(
+                sup.ring_lines, sup.ring_bytes, budget=sup._budget, buffers=sup._buffers
+            ),
+            self.stopping.time_out,
+            sup._procs,
         )
         # History writes (spawns' rows, exits and their output counters) are
         # committed together, a moment after the first, off each spawn's path.
@@ -450,83 +465,7 @@ class Supervisor:
             ready=ready,
             reuse=reuse,
         )
-        args = values["argv"]
-        cwd_s = check_cwd(cwd)
-        overrides = values["env"]
-        grace = values["graceful_timeout"]
-        options = SpawnOptions(
-            timeout=values["timeout"],
-            merge_stderr=values["merge_stderr"],
-            stdin=values["stdin"],
-            ready=values["ready"],
-        )
-        if reuse:
-            for child in reversed(self._children.values()):
-                p = child.proc
-                if p.running and (p.argv, p.cwd, p.session, p.agent) == (
-                    args,
-                    cwd_s,
-                    session,
-                    agent,
-                ):
-                    return p
-        env_now = _spawn.child_env(overrides)
-        exe = resolve(args[0], _spawn.exec_path(env_now), cwd_s)
-        proc_id, disk, started = await run.starter.start(
-            args, exe, cwd_s, env_now, merge_stderr=options.merge_stderr, stdin=options.stdin
-        )
-        pid = started.popen.pid
-        if self._watchdog is not None:
-            self._watchdog.started(pid, started.start)
-        self._statefile.started(pid, started.start)
-        proc = Proc(
-            proc_id=proc_id,
-            os_pid=pid,
-            argv=args,
-            session=session,
-            agent=agent,
-            tool=values["tool"],
-            cwd=cwd_s,
-            env=dict(overrides) if overrides is not None else None,
-            started_at=self._clock.time(),
-            started_mono=self._clock.monotonic(),
-            graceful_timeout=grace,
-            options=options,
-        )
-        fds = {Stream.STDOUT: started.stdout}
-        if started.stderr is not None:
-            fds[Stream.STDERR] = started.stderr
-        else:  # merged: stderr has no pipe, and nothing more to log
-            disk.end(Stream.STDERR, proc.started_at, 0)
-        child = Child(
-            proc,
-            started.popen,
-            started.pidfd,
-            fds,
-            OutputStore(
-                self.ring_lines, self.ring_bytes, budget=self._budget, buffers=self._buffers
-            ),
-            disk,
-            run.loop.create_future(),
-        )
-        child.stdin_fd = started.stdin
-        self._children[proc_id] = child
-        self._archive.started(proc)
-        own_child(pid, functools.partial(self._on_exit, child))
-        run.capture.watch(child)
-        run.loop.add_reader(started.pidfd, self._on_exit, child)
-        self._events.publish(
-            proc, EventKind.START, os_pid=pid, tool=proc.tool, cmd=proc.cmd, at=proc.started_at
-        )
-        if options.timeout is not None:
-            child.timeout_handle = run.loop.call_later(
-                options.timeout, run.stopping.time_out, child
-            )
-        if options.ready is not None:
-            watch = _waiting.watch_ready(self._procs(), child, options.ready, self._events.publish)
-            child.ready_task = run.loop.create_task(watch)
-        run.sweeper.schedule(SWEEP_INTERVAL, scan=False)
-        return proc
+        return await run.launcher.spawn(values)
 
     async def restart(self, proc_id: int) -> Proc:
         """Start the same command again (argv, scope, tool, cwd, env and the
@@ -552,58 +491,6 @@ class Supervisor:
             stdin=o.stdin,
             ready=o.ready,
         )
-
-    # -- exit ----------------------------------------------------------------
-
-    def _on_exit(self, child: Child) -> None:
-        """The pidfd is readable (or a subreaper saw the zombie): take the
-        status, drain the pipes, record and announce the exit."""
-        run = self._run
-        if run is None:
-            return
-        status = child.reap(run.loop)
-        if status is None:  # woken, but not exited yet
-            return
-        code, sig, stolen = status
-        own_child(child.os_pid, None)
-        if self._watchdog is not None:
-            self._watchdog.reaped(child.os_pid)
-        self._statefile.reaped(child.os_pid)
-        if stolen:
-            log.warning("proc %d: its exit status was reaped by someone else", child.id)
-        # Everything the child wrote is in the pipes now: take it before
-        # announcing the exit, so a reader woken by the exit sees all output.
-        try:
-            run.capture.drain(child)
-        except Exception:  # the exit must be recorded whatever happened above
-            log.exception("proc %d: draining its pipes at exit failed", child.id)
-        if child.timeout_handle is not None:
-            child.timeout_handle.cancel()
-            child.timeout_handle = None
-        # Its stdin goes with it (a descendant that reads it sees EOF).
-        child.close_stdin(run.loop)
-        reason = child.exit_reason(code, sig, stolen)
-        info = child.proc._set_exited(
-            code, sig, reason, self._clock.time(), self._clock.monotonic()
-        )
-        child.final_seq = child.store.last_seq
-        self._archive.ended(child.proc)
-        child.set_exit(info)
-        run.capture.flush_child(child)  # its output events come before its exit
-        self._events.publish(
-            child.proc,
-            EventKind.EXIT,
-            code=code,
-            signal=sig,
-            reason=reason,
-            runtime=info.runtime,
-            tool=child.proc.tool,
-            cmd=child.proc.cmd,
-            last_seq=child.final_seq,
-            at=child.proc.ended_at,
-        )
-        child.wake()
-        run.sweeper.schedule(SWEEP_INTERVAL, scan=False)  # to flush the guards
 
     def _output_closed(self, child: Child) -> None:
         """Both pipes of a child closed: its output is complete on disk."""
