@@ -1,12 +1,15 @@
-"""RemoteProc: a proc of a remote supervisor, as RemoteSupervisor's mirror holds it.
+"""RemoteProc: a proc of a remote supervisor, as RemoteSupervisor's mirror holds it;
+``_Procs``: the procs held, live and past, and who waits for one to start or end.
 
-Apart from the supervisor because it is a record updated in place: it reads the
-protocol's proc records (``procs``, ``history``) and knows nothing of the link
-or of the events that change it (:mod:`._remote_sync` applies those).
+Apart from the supervisor because these are records updated in place: RemoteProc
+reads the protocol's proc records (``procs``, ``history``) and knows nothing of
+the link or of the events that change it (:mod:`._remote_sync` applies those).
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
@@ -138,3 +141,53 @@ class RemoteProc(Proc):
         extra = f" code={self._exit.code}" if self._exit else ""
         link = " disconnected" if self._disconnected else ""
         return f"<RemoteProc {self._id} {self._tool} {self._state} pid={self._os_pid}{extra}{link}>"
+
+
+#: Past procs (dismissed, or from the history) remembered for ``get``.
+_PAST_PROCS = 10_000
+
+Waiters = dict[int, list[asyncio.Future[Any]]]
+
+
+class _Procs:
+    """The procs held here: the live ones, the past ones (dismissed, or listed
+    by the history) remembered for ``get``, and the futures of those waiting for
+    a proc's start (``started``) or exit (``exits``) to be applied."""
+
+    def __init__(self) -> None:
+        self.live: dict[int, RemoteProc] = {}
+        self.past: OrderedDict[int, RemoteProc] = OrderedDict()
+        self.started: Waiters = {}
+        self.exits: Waiters = {}
+
+    def find(self, proc_id: int) -> RemoteProc | None:
+        """The proc, live or past; None if it is not held."""
+        return self.live.get(proc_id) or self.past.get(proc_id)
+
+    def mark(self, *, disconnected: bool) -> None:
+        for p in (*self.live.values(), *self.past.values()):
+            p._disconnected = disconnected
+
+    def remember(self, p: RemoteProc) -> None:
+        self.past[p.id] = p
+        self.past.move_to_end(p.id)
+        while len(self.past) > _PAST_PROCS:
+            self.past.popitem(last=False)
+
+    async def wait(self, waiters: Waiters, proc_id: int, timeout: float | None) -> Any:
+        """What ``resolve`` gives the waiters of ``proc_id``; TimeoutError after ``timeout``."""
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        waiters.setdefault(proc_id, []).append(fut)
+        return await asyncio.wait_for(asyncio.shield(fut), timeout)
+
+    @staticmethod
+    def resolve(waiters: Waiters, proc_id: int, value: Any) -> None:
+        for fut in waiters.pop(proc_id, ()):
+            if not fut.done():
+                fut.set_result(value)
+
+    def end_waits(self) -> None:
+        """Closed: every waiter is told None."""
+        for waiters in (self.started, self.exits):
+            for proc_id in list(waiters):
+                self.resolve(waiters, proc_id, None)

@@ -6,18 +6,32 @@ reading side of a :class:`~procwindow.core.WorkspaceRun` (``name``,
 a server's workspace commands as it shows its own: countdowns, what a command
 waits for, why it was skipped. They are taken whole from the server's
 ``workspaces`` answer when the link is made, and each ``phase`` event updates
-its command's state in place before it is published here.
+its command's state in place before it is published here (``_Workspaces``, a
+part of RemoteSupervisor over :mod:`._remote_calls`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import CommandState, Condition, Dependency, Phase, WorkspaceNotFound
+from ..core import (
+    CommandState,
+    Condition,
+    Dependency,
+    Phase,
+    SupervisorClosed,
+    WorkspaceNotFound,
+)
+from ._links import Disconnected
+from ._remote_calls import _Calls
+from .client import ServerError
 
 __all__ = ["RemoteWorkspaceRun", "runs_from_json"]
+
+log = logging.getLogger("procwindow.remote")
 
 #: Phases after which a command starts no more (as the server's orchestration has them).
 FINAL = frozenset({Phase.SKIPPED, Phase.STOPPED, Phase.COMPLETED, Phase.FAILED})
@@ -102,3 +116,40 @@ def runs_from_json(reply: Any) -> list[RemoteWorkspaceRun]:
         except (KeyError, TypeError) as exc:
             raise ValueError(f"workspaces: {exc}") from None
     return runs
+
+
+class _Workspaces:
+    """The server's running workspaces, mirrored."""
+
+    def __init__(self, calls: _Calls) -> None:
+        self._calls = calls
+        self.runs: list[RemoteWorkspaceRun] = []
+
+    async def refresh(self) -> None:
+        """Take the server's running workspaces whole (an older server has none)."""
+        try:
+            self.runs = runs_from_json(await self._calls.call("workspaces"))
+        except ServerError as exc:
+            if exc.code != "unknown-op":
+                raise
+            self.runs = []
+        except ValueError as exc:
+            log.warning("%s: cannot read its workspaces: %s", self._calls.where, exc)
+            self.runs = []
+
+    async def on_phase(self, pid: int, fields: dict[str, Any]) -> None:
+        """A command's phase changed: its mirrored state follows, before the event
+        is published (a workspace not seen yet is fetched first)."""
+        name = fields.get("workspace")
+        run = next((r for r in self.runs if r.name == name), None)
+        if run is None or not run.apply(pid, fields):
+            await self.refresh()
+            return
+        if run.settled:  # perhaps stopped whole: the server's list says
+            self._calls.spawn_task(self._refresh_quietly(), "procwindow remote workspaces")
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self.refresh()
+        except (ServerError, Disconnected, SupervisorClosed):
+            pass  # the next link's snapshot takes them again

@@ -41,11 +41,12 @@ Calls go over a small pool of further connections (one request at a time
 each; actions that wait, ``term`` or ``write``, take their own), so a slow
 ``term`` never holds up reading. Closing stops nothing remote.
 
-**Where it is.** This module holds the operations; the layers under them are
-base classes of RemoteSupervisor, each in a module of its own:
-:mod:`._remote_sync` follows the events and keeps the mirror current,
-:mod:`._remote_calls` holds the state and the pool of connections;
-:mod:`._remote_procs` has RemoteProc, :mod:`._remote_lines` a proc's held lines.
+**Where it is.** RemoteSupervisor is a facade over parts, one mechanism each,
+none a base class of another: :mod:`._remote_calls` (the link's status and the
+pool of connections), :mod:`._remote_sync` (the events connection and its
+reconnecting; the events applied to the procs of :mod:`._remote_procs`),
+:mod:`._remote_lines` (the mirrored lines), :mod:`._remote_workspaces` and
+:mod:`._remote_fetched` (history and resource use).
 """
 
 from __future__ import annotations
@@ -55,8 +56,8 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from typing import Any, cast
 
 from ..core import (
     DEFAULT_TOOL,
@@ -78,24 +79,25 @@ from ..core import (
     SupervisorClosed,
     WorkspaceRun,
 )
-from ..core._events import DEFAULT_QUEUE_SIZE
+from ..core._events import DEFAULT_QUEUE_SIZE, EventHub
 from ..core._search import Matcher
 from ._links import (
     Disconnected,
     LinkError,
+    LocalLink,
     NoServer,
     RemoteNotInstalled,
     SshFailed,
+    SshLink,
     Target,
+    make_link,
 )
-from ._protocol import HistoryUnavailable
-from ._remote_calls import _BROKEN, _ready_json
-from ._remote_lines import MIRROR_LINES, _line, _Mirror, _Subject
-from ._remote_procs import RemoteProc, _exit_of
-from ._remote_sync import BACKOFF_MAX, BACKOFF_MIN, _MirrorSync
-from ._remote_sync import EXIT_HOLD as EXIT_HOLD
-from ._remote_sync import FETCH_LINES as FETCH_LINES
-from .client import ServerError
+from ._remote_calls import _Calls, _ready_json
+from ._remote_fetched import _Fetched
+from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _line, _Reader
+from ._remote_procs import RemoteProc, _exit_of, _Procs
+from ._remote_sync import BACKOFF_MAX, BACKOFF_MIN, _Events, _Life
+from ._remote_workspaces import _Workspaces
 
 __all__ = [
     "BACKOFF_MAX",
@@ -114,26 +116,15 @@ __all__ = [
 
 log = logging.getLogger("procwindow.remote")
 
-#: Procs whose lines are mirrored at once; reading another drops the least recently read.
-MIRRORED_PROCS = 16
-#: Seconds ``spawn`` waits for its proc's start event before fetching it itself.
-_START_WAIT = 5.0
-#: Seconds ``term``/``kill`` wait for the exit event after the server's reply.
-_EXIT_EVENT_WAIT = 1.0
-#: Seconds a history answer is served before it is fetched again.
-_HISTORY_TTL = 1.0
-#: Seconds ``close`` waits for the dismisses on their way to the server.
-_CLOSE_WAIT = 5.0
 #: Text per ``write`` request (well under the request limit however it is escaped).
 _WRITE_CHUNK = 128 * 1024
-_ZERO_STATS = ProcStats(0.0, 0, 0, 0, 0, 0)
 
 
 class LogsElsewhere(ProcwindowError):
     """A proc's log files are on the server's side, not readable here by path."""
 
 
-class RemoteSupervisor(_MirrorSync):
+class RemoteSupervisor:
     """A :class:`~procwindow.core.SupervisorAPI` over the control socket of
     another procwindow (see the module's docstring for how).
 
@@ -147,6 +138,28 @@ class RemoteSupervisor(_MirrorSync):
     :class:`LinkError` with a one-line message when it cannot connect) and
     ``await close()``, or ``async with``.
     """
+
+    def __init__(
+        self,
+        target: str | Target | None = None,
+        *,
+        ssh_command: Sequence[str] | None = None,
+        remote_procwindow: str | None = None,
+        reconnect: bool = True,
+    ) -> None:
+        link = make_link(
+            target,
+            ssh_command=list(ssh_command) if ssh_command is not None else None,
+            remote_procwindow=remote_procwindow,
+        )
+        self._hub = EventHub(time.time)
+        self._calls = calls = _Calls(link)
+        self._procs = procs = _Procs()
+        self._reader = reader = _Reader(calls, procs, self._hub)
+        self._workspaces = workspaces = _Workspaces(calls)
+        self._fetched = fetched = _Fetched(calls, procs)
+        self._events = events = _Events(calls, procs, reader, workspaces, fetched, self._hub)
+        self._life = _Life(calls, procs, reader, fetched, events, self._hub, reconnect=reconnect)
 
     # -- lifecycle ----------------------------------------------------------------
 
@@ -163,55 +176,60 @@ class RemoteSupervisor(_MirrorSync):
 
     async def open(self) -> None:
         """Connect, take the snapshot and follow the events; LinkError if it fails."""
-        if self._life is not None or self._closed:
-            raise RuntimeError("this RemoteSupervisor is already open or closed")
-        stream = await self._establish()
-        self._life = asyncio.get_running_loop().create_task(
-            self._follow(stream), name=f"procwindow remote {self.where}"
-        )
+        await self._life.open()
 
     async def close(self) -> None:
         """Close every connection (and ssh process) and end every subscription.
         Nothing on the server side is stopped."""
-        if self._closed:
-            return
-        if self._sending:  # a dismiss done here is done there too
-            await asyncio.wait(set(self._sending), timeout=_CLOSE_WAIT)
-        self._closed = True
-        was = self._connected
-        self._connected = False
-        tasks = [t for t in (self._life, *self._tasks) if t is not None]
-        for task in tasks:
-            task.cancel()
-        for m in self._mirrors.values():
-            if m.hold is not None:
-                m.hold.cancel()
-        self._drop_clients()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
-        await self._link.aclose()
-        for pid in list(self._known):
-            self._resolve(self._known, pid, None)
-        for pid in list(self._exits):
-            self._resolve(self._exits, pid, None)
-        self._hub.close()
-        if was:
-            self._notify("disconnected")
+        await self._life.close()
 
     async def __aenter__(self) -> RemoteSupervisor:
-        if self._life is None:
+        if self._life.task is None:
             await self.open()
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
+    # -- the link -------------------------------------------------------------------
+
+    @property
+    def where(self) -> str:
+        """The server: its socket path, or ``ssh://host/NAME``."""
+        return self._calls.where
+
+    @property
+    def connected(self) -> bool:
+        """True while the link is up (the mirror is current)."""
+        return self._calls.connected
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` was called."""
+        return self._calls.closed
+
+    @property
+    def last_error(self) -> str | None:
+        """Why the link last went down or failed to come back, one line (None: never)."""
+        return self._calls.last_error
+
+    @property
+    def link(self) -> LocalLink | SshLink:
+        """How the server is reached (an SshLink lists its ssh processes' pids)."""
+        return self._calls.link
+
+    def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
+        """Call ``callback(what)`` on ``"connected"``, ``"disconnected"`` (also
+        each failed attempt to reconnect) and ``"history"`` (a history answer
+        was fetched: ask again). Returns the function that removes it."""
+        return self._calls.add_listener(callback)
+
     # -- queries (SupervisorAPI) ----------------------------------------------------------
 
     @property
     def history_enabled(self) -> bool:
         """True when the server keeps a history database."""
-        return self._history_on
+        return self._fetched.history_on
 
     @property
     def workspaces(self) -> list[WorkspaceRun]:
@@ -220,13 +238,11 @@ class RemoteSupervisor(_MirrorSync):
         WorkspaceRun does, kept current by the server's ``phase`` events
         (:class:`~procwindow.control._remote_workspaces.RemoteWorkspaceRun`;
         starting and stopping them is the server's: ``ctl up``/``down``)."""
-        return cast("list[WorkspaceRun]", list(self._workspace_runs))
+        return cast("list[WorkspaceRun]", list(self._workspaces.runs))
 
     def get(self, proc_id: int) -> Proc:
         """The proc with this id: live, dismissed, or listed by ``history``."""
-        p = self._live.get(proc_id) if isinstance(proc_id, int) else None
-        if p is None:
-            p = self._past.get(proc_id) if isinstance(proc_id, int) else None
+        p = self._procs.find(proc_id) if isinstance(proc_id, int) else None
         if p is None:
             raise ProcNotFound(proc_id)
         return p
@@ -235,7 +251,7 @@ class RemoteSupervisor(_MirrorSync):
         """The live procs of a scope (None: any), newest first."""
         return [
             p
-            for _, p in sorted(self._live.items(), reverse=True)
+            for _, p in sorted(self._procs.live.items(), reverse=True)
             if (session is None or p.session == session) and (agent is None or p.agent == agent)
         ]
 
@@ -259,31 +275,7 @@ class RemoteSupervisor(_MirrorSync):
         if limit is not None and limit < 1:
             raise ValueError(f"limit must be positive, got {limit}")
         want = Stream(stream) if stream is not None else None
-        since = max(0, since)
-        m = self._mirrors.get(proc_id)
-        if m is None:
-            m = self._mirrors[proc_id] = _Mirror(proc_id, since)
-            while len(self._mirrors) > MIRRORED_PROCS:
-                _, old = self._mirrors.popitem(last=False)
-                if old.task is not None:
-                    old.task.cancel()
-                self._flush(old)
-        else:
-            self._mirrors.move_to_end(proc_id)
-        if m.gone:
-            raise ProcNotFound(proc_id)
-        if since < m.start:
-            if m.start - since > MIRROR_LINES // 2:  # too far back: start over from there
-                self._flush(m)
-                m.lines, m.partials = [], []
-                m.start = m.end = since
-                m.fetched = m.eof = False
-                m.backfill = None
-            elif m.backfill is None or since < m.backfill:
-                m.backfill = since
-        if not m.fetched or m.backfill is not None:
-            self._pull(m)
-        return m.read(since, limit, want, partial)
+        return self._reader.read(proc_id, max(0, since), limit, want, partial)
 
     def read_runs(
         self,
@@ -311,74 +303,12 @@ class RemoteSupervisor(_MirrorSync):
         first time): it is fetched again in the background, and listeners hear
         ``"history"`` when a new answer is in."""
         reason_ = ExitReason(reason).value if reason is not None else None
-        key = (session, agent, tool, reason_, since, limit)
-        held = self._history.get(key)
-        if (held is None or time.monotonic() - held[0] > _HISTORY_TTL) and self._connected:
-            self._history[key] = (time.monotonic(), held[1] if held else [])
-            self._spawn_task(self._fetch_history(key), "procwindow remote history")
-        ids = held[1] if held else []
-        return [p for pid in ids if (p := self._live.get(pid) or self._past.get(pid)) is not None]
-
-    async def _fetch_history(self, key: tuple[Any, ...]) -> None:
-        session, agent, tool, reason, since, limit = key
-        try:
-            records = await self._call(
-                "history",
-                session=session,
-                agent=agent,
-                tool=tool,
-                reason=reason,
-                since=since,
-                limit=limit,
-            )
-        except HistoryUnavailable:
-            self._history_on = False
-            records = []
-        except (Disconnected, SupervisorClosed):
-            return
-        now = time.monotonic()
-        ids = []
-        for record in records:
-            pid = int(record["id"])
-            ids.append(pid)
-            if pid in self._live:
-                continue
-            p = self._past.get(pid)
-            if p is None:
-                p = RemoteProc(record, now)
-            else:
-                p._take(record, now)
-            self._remember(p)
-        old = self._history.get(key)
-        self._history[key] = (now, ids)
-        if old is None or old[1] != ids or records:
-            self._notify("history")
+        return list(self._fetched.history((session, agent, tool, reason_, since, limit)))
 
     def stats(self, proc_id: int) -> ProcStats:
         """The resource use last fetched (zeros at first); fetched again at
         once, so calling it at a steady interval gives values one call old."""
-        if proc_id not in self._live:
-            raise ProcNotFound(proc_id)
-        if not self._stats_off and self._connected:
-            if not self._stats_wanted:
-                self._spawn_task(self._fetch_stats(), "procwindow remote stats")
-            self._stats_wanted.add(proc_id)
-        return self._stats.get(proc_id, _ZERO_STATS)
-
-    async def _fetch_stats(self) -> None:
-        await asyncio.sleep(0)  # the ids asked for in this turn, in one request
-        ids, self._stats_wanted = sorted(self._stats_wanted), set()
-        try:
-            reply = await self._call("stats", procs=ids)
-        except ServerError:
-            self._stats_off = True  # an older server
-            return
-        except (Disconnected, SupervisorClosed):
-            return
-        for item in reply.get("stats", ()):
-            pid = item.pop("proc")
-            if pid in self._live:
-                self._stats[pid] = ProcStats(**item)
+        return self._fetched.stats(proc_id)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """LogsElsewhere: the logs are the server's (``read`` gives their lines)."""
@@ -420,42 +350,26 @@ class RemoteSupervisor(_MirrorSync):
         )
 
     async def _search(self, fields: dict[str, Any]) -> AsyncGenerator[SearchHit, None]:
-        self._check_link()
-        try:
-            client = await self._link.open()
-        except LinkError as exc:
-            raise Disconnected(str(exc)) from None
-        self._clients.add(client)
-        try:
-            async with contextlib.aclosing(client.stream("search", **fields)) as messages:
-                async for message in messages:
-                    hit = message.get("hit")
-                    if hit is not None:
-                        yield SearchHit(hit["proc"], hit["session"], hit["agent"], _line(hit))
-        except ServerError as exc:
-            if exc.type in _BROKEN:
-                raise Disconnected(f"{self.where}: {exc.message}") from None
-            raise exc.local() from None
-        finally:
-            client.abort()
-            self._clients.discard(client)
+        async with contextlib.aclosing(self._calls.stream("search", **fields)) as messages:
+            async for message in messages:
+                hit = message.get("hit")
+                if hit is not None:
+                    yield SearchHit(hit["proc"], hit["session"], hit["agent"], _line(hit))
 
     def dismiss(self, proc_id: int) -> None:
         """Remove an exited proc from the live view, here at once and on the server."""
-        p = self._live.get(proc_id) if isinstance(proc_id, int) else None
-        if p is None:
-            raise ProcNotFound(proc_id)
+        p = self._must_be_live(proc_id)
         if p.exit is None:
             raise ProcRunning(proc_id)
-        self._check_link()
-        self._on_dismiss(proc_id, None)
-        task = self._spawn_task(self._dismiss(proc_id), f"procwindow remote dismiss {proc_id}")
-        self._sending.add(task)
-        task.add_done_callback(self._sending.discard)
+        self._calls.check_link()
+        self._events.on_dismiss(proc_id, None)
+        self._calls.spawn_task(
+            self._dismiss(proc_id), f"procwindow remote dismiss {proc_id}", sending=True
+        )
 
     async def _dismiss(self, proc_id: int) -> None:
         try:
-            await self._call("dismiss", proc_id=proc_id, proc=proc_id)
+            await self._calls.call("dismiss", proc_id=proc_id, proc=proc_id)
         except ProcNotFound:
             pass  # dismissed there already
         except ProcwindowError as exc:
@@ -463,7 +377,7 @@ class RemoteSupervisor(_MirrorSync):
                 return  # the next snapshot tells whether it went
             log.warning("dismiss %d on %s failed: %s", proc_id, self.where, exc)
             with contextlib.suppress(ProcwindowError):
-                await self._resync()
+                await self._events.resync()
 
     # -- actions ------------------------------------------------------------------------
 
@@ -485,7 +399,7 @@ class RemoteSupervisor(_MirrorSync):
         reuse: bool = False,
     ) -> Proc:
         """Start a command on the server (``run``); its proc once the mirror has it."""
-        result = await self._call(
+        result = await self._calls.call(
             "run",
             long=True,
             argv=list(argv) if argv is not None else None,
@@ -502,66 +416,31 @@ class RemoteSupervisor(_MirrorSync):
             ready=_ready_json(ready),
             reuse=reuse or None,
         )
-        return await self._proc_known(int(result["id"]), session, agent)
+        return await self._events.started(int(result["id"]), session, agent)
 
     async def restart(self, proc_id: int) -> Proc:
         """Start the proc's command again (``restart``) as a new proc."""
         p = self.get(proc_id)
-        result = await self._call("restart", long=True, proc_id=proc_id, proc=proc_id)
-        return await self._proc_known(int(result["id"]), p.session, p.agent)
-
-    async def _proc_known(self, pid: int, session: str, agent: str) -> RemoteProc:
-        """The proc once its start event was applied (fetched here if it is late)."""
-        p = self._live.get(pid)
-        if p is not None:
-            return p
-        fut: asyncio.Future[RemoteProc | None] = asyncio.get_running_loop().create_future()
-        self._known.setdefault(pid, []).append(fut)
-        try:
-            known = await asyncio.wait_for(asyncio.shield(fut), _START_WAIT)
-        except TimeoutError:
-            known = None
-        if known is not None:
-            return known
-        self._check_link()
-        await self._on_start(_Subject(pid, session, agent), time.time(), {})
-        p = self._live.get(pid) or self._past.get(pid)
-        if p is None:
-            raise ProcNotFound(pid)
-        return p
-
-    async def _exit_known(self, proc_id: int, info: ExitInfo) -> ExitInfo:
-        """``info`` once the proc's exit event was applied (or applied here if late)."""
-        p = self._live.get(proc_id)
-        if p is None or p.exit is not None:
-            return p.exit if p is not None and p.exit is not None else info
-        fut: asyncio.Future[ExitInfo | None] = asyncio.get_running_loop().create_future()
-        self._exits.setdefault(proc_id, []).append(fut)
-        try:
-            known = await asyncio.wait_for(asyncio.shield(fut), _EXIT_EVENT_WAIT)
-        except TimeoutError:
-            known = None
-        if known is None and p.exit is None and not self._closed:
-            self._on_exit(p, time.time(), self._exit_fields(p, info))
-        return known or info
+        result = await self._calls.call("restart", long=True, proc_id=proc_id, proc=proc_id)
+        return await self._events.started(int(result["id"]), p.session, p.agent)
 
     async def term(self, proc_id: int) -> ExitInfo:
         """SIGTERM, then SIGKILL after its grace, on the server; how it ended."""
-        reply = await self._call("term", long=True, proc_id=proc_id, proc=proc_id)
+        reply = await self._calls.call("term", long=True, proc_id=proc_id, proc=proc_id)
         info = _exit_of(reply)
         assert info is not None
-        return await self._exit_known(proc_id, info)
+        return await self._events.exited(proc_id, info)
 
     async def kill(self, proc_id: int) -> ExitInfo:
         """SIGKILL now, on the server; how it ended."""
-        reply = await self._call("kill", long=True, proc_id=proc_id, proc=proc_id)
+        reply = await self._calls.call("kill", long=True, proc_id=proc_id, proc=proc_id)
         info = _exit_of(reply)
         assert info is not None
-        return await self._exit_known(proc_id, info)
+        return await self._events.exited(proc_id, info)
 
     async def interrupt(self, proc_id: int) -> bool:
         """SIGINT; False if it already exited."""
-        reply = await self._call("interrupt", proc_id=proc_id, proc=proc_id)
+        reply = await self._calls.call("interrupt", proc_id=proc_id, proc=proc_id)
         return bool(reply["delivered"])
 
     async def write(self, proc_id: int, data: bytes | str = "") -> int:
@@ -570,7 +449,7 @@ class RemoteSupervisor(_MirrorSync):
         text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         written = 0
         for i in range(0, len(text), _WRITE_CHUNK):
-            reply = await self._call(
+            reply = await self._calls.call(
                 "write", long=True, proc_id=proc_id, proc=proc_id, data=text[i : i + _WRITE_CHUNK]
             )
             written += int(reply["written"])
@@ -582,7 +461,7 @@ class RemoteSupervisor(_MirrorSync):
         if not p.options.stdin:
             return False
         try:
-            reply = await self._call(
+            reply = await self._calls.call(
                 "write", long=True, proc_id=proc_id, proc=proc_id, data="", close=True
             )
         except StdinClosed:
@@ -590,7 +469,7 @@ class RemoteSupervisor(_MirrorSync):
         return bool(reply.get("closed"))
 
     def _must_be_live(self, proc_id: int) -> RemoteProc:
-        p = self._live.get(proc_id) if isinstance(proc_id, int) else None
+        p = self._procs.live.get(proc_id) if isinstance(proc_id, int) else None
         if p is None:
             raise ProcNotFound(proc_id)
         return p
@@ -608,9 +487,7 @@ class RemoteSupervisor(_MirrorSync):
         p = self.get(proc_id)
         if p.exit is not None:
             return p.exit
-        fut: asyncio.Future[ExitInfo | None] = asyncio.get_running_loop().create_future()
-        self._exits.setdefault(proc_id, []).append(fut)
-        info = await asyncio.wait_for(asyncio.shield(fut), timeout)
+        info = await self._procs.wait(self._procs.exits, proc_id, timeout)
         if info is None:
             raise SupervisorClosed(f"the link to {self.where} is closed")
         return info
@@ -618,16 +495,14 @@ class RemoteSupervisor(_MirrorSync):
     async def sessions(self) -> dict[str, list[str]]:
         """The server's sessions and their agents, declared ones (a workspace's)
         included: what ``procwindow ctl sessions`` lists."""
-        reply = await self._call("sessions")
+        reply = await self._calls.call("sessions")
         return {s["session"]: [a["agent"] for a in s["agents"]] for s in reply}
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "connected" if self._connected else "disconnected"
-        return f"<RemoteSupervisor {self.where} {state} procs={len(self._live)}>"
+        state = "closed" if self.closed else "connected" if self.connected else "disconnected"
+        return f"<RemoteSupervisor {self.where} {state} procs={len(self._procs.live)}>"
 
 
-if TYPE_CHECKING:
-
-    def _conforms(sup: RemoteSupervisor) -> SupervisorAPI:
-        # mypy checks here that RemoteSupervisor has every operation of the protocol.
-        return sup
+def _conforms(sup: RemoteSupervisor) -> SupervisorAPI:
+    # mypy checks here that RemoteSupervisor has every operation of the protocol.
+    return sup

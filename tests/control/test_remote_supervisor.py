@@ -313,7 +313,7 @@ def test_actions_while_disconnected_raise_and_the_rows_say_so(server: Server) ->
         sup.add_listener(heard.append)
         p = await sup.spawn(["sleep", "30"], session="s1", agent="a1")
         assert isinstance(p, RemoteProc) and not p.disconnected
-        for client in list(sup._clients):
+        for client in list(sup._calls.clients):
             client.abort()  # the link drops
         await until(lambda: not sup.connected, what="disconnected")
         assert heard == ["disconnected"]
@@ -366,7 +366,7 @@ def test_a_cut_mid_flood_resyncs_by_cursor(server: Server, monkeypatch: pytest.M
                 break
             if cuts == 0 and cursor > 5000:
                 cuts = 1
-                for client in list(sup._clients):
+                for client in list(sup._calls.clients):
                     client.abort()
             elif cuts == 1 and cursor > 20000 and sup.connected:
                 cuts = 2
@@ -378,7 +378,7 @@ def test_a_cut_mid_flood_resyncs_by_cursor(server: Server, monkeypatch: pytest.M
                     raise NoServer("refused for the test")
 
                 monkeypatch.setattr(LocalLink, "open", refused)
-                for client in list(sup._clients):
+                for client in list(sup._calls.clients):
                     client.abort()
                 await until(lambda: not sup.connected)
                 assert sup.get(short.id).exit is None and sup.get(short.id).disconnected

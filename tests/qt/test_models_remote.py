@@ -220,7 +220,7 @@ def test_proc_model_rows_say_disconnected_while_the_link_is_down(
                 assert model.data(index, ProcRole.CAN_TERM) is True
                 changed: list[int] = []
                 model.dataChanged.connect(lambda first, _last, _roles: changed.append(first.row()))
-                for client in list(remote._clients):
+                for client in list(remote._calls.clients):
                     client.abort()  # the link drops
                 await until(lambda: not remote.connected, what="disconnected")
                 await until(lambda: changed, what="the rows told")
