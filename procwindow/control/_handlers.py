@@ -1,11 +1,11 @@
 """The server's answers: one method a request verb (run, out, search, events, term, ...).
 
 ``Handlers`` dispatches a request to its verb and turns what goes wrong into an
-error reply; the verbs that act on procs are here, the other families are its
-base classes: :mod:`._handlers_streams` (out, search, events),
-:mod:`._handlers_agent` (wait_for, ready, excerpt, write) and
-:mod:`._handlers_workspaces` (up, down, workspaces, sessions); the request
-fields are read by :mod:`._handlers_base`.
+error reply; it holds one part per verb family, each giving a table of its
+verbs: the verbs that act on procs (``_ProcVerbs``, here),
+:mod:`._handlers_streams` (out, search, events), :mod:`._handlers_agent`
+(wait_for, ready, excerpt, write) and :mod:`._handlers_workspaces` (up, down,
+workspaces, sessions); what they share is in :mod:`._handlers_base`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import __version__
@@ -28,7 +28,7 @@ from ..core._orchestra import CommandState, commands_table, idx_rows
 from ..core.spec import VERBS
 from ._conn import ClientGone, Conn
 from ._handlers_agent import _AgentVerbs
-from ._handlers_base import _Replied
+from ._handlers_base import Handler, _Replied, runtime
 from ._handlers_streams import _StreamVerbs
 from ._handlers_workspaces import _WorkspaceVerbs
 from ._protocol import (
@@ -47,10 +47,8 @@ __all__ = ["Handlers"]
 
 log = logging.getLogger("procwindow.control")
 
-Handler = Callable[[dict[str, Any], Conn], Awaitable[Any]]
 
-
-class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
+class Handlers:
     """Answers the requests of every connection to one supervisor.
 
     ``declared`` names sessions and agents that exist before any process does
@@ -58,33 +56,11 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
     """
 
     def __init__(self, supervisor: Supervisor, declared: Mapping[str, Sequence[str]]) -> None:
-        self.sup = supervisor
-        self.declared = declared
         self._verbs: dict[str, Handler] = {
-            "hello": self._hello,
-            "run": self._run,
-            "top": self._top,
-            "idx": self._idx,
-            "procs": self._procs,
-            "out": self._out,
-            "term": self._term,
-            "kill": self._kill,
-            "interrupt": self._interrupt,
-            "dismiss": self._dismiss,
-            "forget": self._forget,
-            "restart": self._restart,
-            "events": self._events,
-            "sessions": self._sessions,
-            "history": self._history,
-            "search": self._search,
-            "wait_for": self._wait_for,
-            "ready": self._wait_ready,
-            "excerpt": self._excerpt,
-            "write": self._write,
-            "up": self._up,
-            "down": self._down,
-            "workspaces": self._workspaces,
-            "stats": self._stats,
+            **_ProcVerbs(supervisor).verbs(),
+            **_StreamVerbs(supervisor).verbs(),
+            **_AgentVerbs(supervisor).verbs(),
+            **_WorkspaceVerbs(supervisor, declared).verbs(),
         }
 
     async def answer(self, line: bytes, conn: Conn) -> None:
@@ -126,7 +102,29 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
             message = ok_message(req_id, result)
         await conn.send(encode(message))
 
-    # -- requests --------------------------------------------------------------
+
+class _ProcVerbs:
+    """The verbs that act on procs, and ``hello``."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    def verbs(self) -> dict[str, Handler]:
+        return {
+            "hello": self._hello,
+            "run": self._run,
+            "top": self._top,
+            "idx": self._idx,
+            "procs": self._procs,
+            "history": self._history,
+            "stats": self._stats,
+            "term": self._term,
+            "kill": self._kill,
+            "interrupt": self._interrupt,
+            "dismiss": self._dismiss,
+            "forget": self._forget,
+            "restart": self._restart,
+        }
 
     async def _stats(self, req: dict[str, Any], conn: Conn) -> Any:
         """Resource use of each live proc of ``procs`` (ids not live are left out)."""
@@ -194,7 +192,7 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
 
     async def _procs(self, req: dict[str, Any], conn: Conn) -> Any:
         procs = self.sup.procs(req["session"], req["agent"])
-        return [proc_to_json(p, self._runtime(p)) for p in procs]
+        return [proc_to_json(p, runtime(self.sup, p)) for p in procs]
 
     async def _history(self, req: dict[str, Any], conn: Conn) -> Any:
         if not self.sup.history_enabled:
@@ -207,7 +205,7 @@ class Handlers(_StreamVerbs, _AgentVerbs, _WorkspaceVerbs):
             since=req["since"],
             limit=req["limit"],
         )
-        return [proc_to_json(p, self._runtime(p)) for p in procs]
+        return [proc_to_json(p, runtime(self.sup, p)) for p in procs]
 
     async def _term(self, req: dict[str, Any], conn: Conn) -> Any:
         proc_id = req["proc"]

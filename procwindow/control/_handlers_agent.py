@@ -10,14 +10,25 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core import StdinClosed
+from ..core import StdinClosed, Supervisor
 from ._conn import Conn
-from ._handlers_base import _Verbs
+from ._handlers_base import Handler, runtime
 from ._protocol import excerpt_to_json, line_to_json, proc_to_json
 
 
-class _AgentVerbs(_Verbs):
+class _AgentVerbs:
     """``wait_for``, ``ready``, ``excerpt`` and ``write``."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    def verbs(self) -> dict[str, Handler]:
+        return {
+            "wait_for": self._wait_for,
+            "ready": self._wait_ready,
+            "excerpt": self._excerpt,
+            "write": self._write,
+        }
 
     async def _wait_for(self, req: dict[str, Any], conn: Conn) -> Any:
         """The first line after ``since`` that matches; waits for it (until the
@@ -43,7 +54,7 @@ class _AgentVerbs(_Verbs):
 
         async def body() -> dict[str, Any]:
             p = await self.sup.wait_ready(req["proc"], req["timeout"])
-            return {"ready": True, "proc": proc_to_json(p, self._runtime(p))}
+            return {"ready": True, "proc": proc_to_json(p, runtime(self.sup, p))}
 
         return await conn.stream(body())
 

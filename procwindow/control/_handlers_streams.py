@@ -29,7 +29,7 @@ from ..core import (
     scope_pattern,
 )
 from ._conn import ClientGone, Conn
-from ._handlers_base import _Replied, _Verbs
+from ._handlers_base import Handler, _Replied
 from ._protocol import PROTOCOL_VERSION, encode, exit_to_json, line_to_json
 from ._replies import (
     event_message,
@@ -55,8 +55,14 @@ _FOLLOW_POLL = 0.25
 _EVENT_QUEUE = 1024
 
 
-class _StreamVerbs(_Verbs):
+class _StreamVerbs:
     """``out``, ``search`` and ``events``."""
+
+    def __init__(self, sup: Supervisor) -> None:
+        self.sup = sup
+
+    def verbs(self) -> dict[str, Handler]:
+        return {"out": self._out, "search": self._search, "events": self._events}
 
     async def _out(self, req: dict[str, Any], conn: Conn) -> Any:
         proc_id, since, limit, partial = req["proc"], req["since"], req["limit"], req["partial"]

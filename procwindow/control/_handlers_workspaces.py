@@ -8,16 +8,30 @@ one proc.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import WorkspaceNotFound, WorkspaceRun, count_scopes
+from ..core import Supervisor, WorkspaceNotFound, WorkspaceRun, count_scopes
 from ._conn import Conn
-from ._handlers_base import _Verbs
+from ._handlers_base import Handler
 from .workspace import load_workspace
 
 
-class _WorkspaceVerbs(_Verbs):
-    """``up``, ``down``, ``workspaces`` and ``sessions``."""
+class _WorkspaceVerbs:
+    """``up``, ``down``, ``workspaces`` and ``sessions`` (whose list includes the
+    sessions and agents ``declared`` before any process or workspace has them)."""
+
+    def __init__(self, sup: Supervisor, declared: Mapping[str, Sequence[str]]) -> None:
+        self.sup = sup
+        self.declared = declared
+
+    def verbs(self) -> dict[str, Handler]:
+        return {
+            "up": self._up,
+            "down": self._down,
+            "workspaces": self._workspaces,
+            "sessions": self._sessions,
+        }
 
     async def _up(self, req: dict[str, Any], conn: Conn) -> Any:
         """Load a workspace file (checked whole first) and start it here."""
