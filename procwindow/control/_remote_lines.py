@@ -233,21 +233,24 @@ class _Reader:
             m.hold = asyncio.get_running_loop().call_later(EXIT_HOLD, self.flush, m)
         self._pull(m)
 
-    def publish_output(
-        self, subject: _Subject | RemoteProc, kind: EventKind, at: float, fields: dict[str, Any]
+    def on_output(
+        self, subject: _Subject, kind: EventKind, at: float, fields: dict[str, Any]
     ) -> None:
-        """Publish an output (or partial) event, once its lines are held if the proc
-        is mirrored."""
+        """An output (or partial) event: published once its lines are held if the
+        proc is mirrored."""
+        p = self._procs.find(subject.id)
         last = fields.get("last_seq")
+        if p is not None and isinstance(last, int):
+            p._last = max(p._last, last)
         m = self.mirrors.get(subject.id)
         if m is None or (kind is EventKind.OUTPUT and isinstance(last, int) and m.end >= last):
-            self._hub.publish(subject, kind, at=at, **fields)
+            self._hub.publish(p or subject, kind, at=at, **fields)
             return
         if isinstance(last, int):
             m.target = max(m.target, last)
         if kind is EventKind.PARTIAL:
             m.news = True
-        m.deferred.append(_Deferred(subject, kind, at, fields))
+        m.deferred.append(_Deferred(p or subject, kind, at, fields))
         self._pull(m)
 
     def flush(self, m: _Mirror) -> None:

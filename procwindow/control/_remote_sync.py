@@ -144,7 +144,7 @@ class _Events:
             case EventKind.DISMISS:
                 self.on_dismiss(pid, at)
             case EventKind.OUTPUT | EventKind.PARTIAL:
-                self._on_output(subject, kind, at, fields)
+                self._reader.on_output(subject, kind, at, fields)
             case EventKind.PHASE:
                 await self._workspaces.on_phase(pid, fields)
                 self._hub.publish(subject, kind, at=at, **fields)
@@ -201,15 +201,6 @@ class _Events:
         self._procs.remember(p)
         self._fetched.forget(pid)
         self._hub.publish(p, EventKind.DISMISS, at=at)
-
-    def _on_output(
-        self, subject: _Subject, kind: EventKind, at: float, fields: dict[str, Any]
-    ) -> None:
-        p = self._procs.find(subject.id)
-        last = fields.get("last_seq")
-        if p is not None and isinstance(last, int):
-            p._last = max(p._last, last)
-        self._reader.publish_output(p or subject, kind, at, fields)
 
     # -- waiting for an event --------------------------------------------------------------
 
