@@ -21,35 +21,29 @@ from ._archive import (
     DEFAULT_HISTORY_BYTES,
     DEFAULT_LOG_CAP,
     Archive,
-    reclaim_rings,
 )
-from ._capture import BIG_PIPE, Capture
+from ._capture import BIG_PIPE
 from ._child import Child, StopCause
 from ._errors import (
     SupervisorClosed,
     WrongLoop,
 )
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
-from ._launch import Launcher
 from ._linux import require_linux
 from ._orchestra import run_of
-from ._output import OutputStore, ReadBuffers, RingBudget
+from ._output import ReadBuffers, RingBudget
 from ._private import private_state_root
 from ._proc import Proc
 from ._reads import Reads, past_id
 from ._ready import Ready
-from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
+from ._running import Running
 from ._search import SearchHit
-from ._signals import TreeSignals
-from ._starter import Starter
-from ._statefile import StateFile, recover_leftovers
-from ._stopping import Stopping
+from ._statefile import StateFile
 from ._types import (
     SYSTEM_CLOCK,
     Clock,
-    EventKind,
     ExitInfo,
     ExitReason,
     Line,
@@ -78,78 +72,6 @@ DEFAULT_RING_LINES = 100_000
 DEFAULT_RING_BYTES = 32 * 1024 * 1024
 #: Default bound of all rings together, in bytes.
 DEFAULT_RING_BUDGET = 256 * 1024 * 1024
-
-
-class _Running:
-    """The parts that exist once the supervisor is bound to its event loop."""
-
-    def __init__(self, sup: Supervisor, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
-        try:
-            self.signals = TreeSignals(sup._token, sup._sweep_soon)
-        except BaseException:
-            os.close(self.devnull)
-            raise
-        self.capture = Capture(
-            loop,
-            sup._announce_output,
-            lambda: sup._events.listening,
-            sup._clock.time,
-            sup._output_closed,
-            lambda: sup._budget.used > sup._budget.limit,
-            sup._reclaim,
-            sup._announce_partial,
-            sup._buffers,
-        )
-        self.sweeper = Sweeper(
-            loop,
-            sup._children,
-            self.signals,
-            sup._statefile,
-            sup._watchdog,
-            lambda: sup._archive.seen(sup._clock.time()),
-        )
-        self.starter = Starter(
-            loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
-        )
-        self.stopping = Stopping(
-            loop,
-            self.signals,
-            self.sweeper,
-            self.capture,
-            sup._children,
-            sup._archive,
-            sup._events,
-            lambda: sup.graceful_timeout,
-            lambda: sup._closing,
-        )
-        self.launcher = Launcher(
-            loop,
-            self.starter,
-            self.capture,
-            self.sweeper,
-            sup._children,
-            sup._archive,
-            sup._events,
-            sup._clock,
-            [guard for guard in (sup._watchdog, sup._statefile) if guard is not None],
-            lambda: OutputStore(
-                sup.ring_lines, sup.ring_bytes, budget=sup._budget, buffers=sup._buffers
-            ),
-            self.stopping.time_out,
-            sup._procs,
-        )
-        # History writes (spawns' rows, exits and their output counters) are
-        # committed together, a moment after the first, off each spawn's path.
-        sup._archive.defer_writes(loop.call_later)
-
-    def close(self) -> None:
-        self.sweeper.close()
-        self.capture.flush()
-        self.signals.close()
-        self.starter.close()
-        os.close(self.devnull)
 
 
 class Supervisor:
@@ -240,7 +162,7 @@ class Supervisor:
         self._statefile = StateFile(self._token)
         self._children: dict[int, Child] = {}
         self._events = EventHub(self._clock.time)
-        self._run: _Running | None = None
+        self._run: Running | None = None
         self._closed = False
         self._closing = False
         #: The workspaces running here (``Workspace.start`` adds, their stop
@@ -262,19 +184,12 @@ class Supervisor:
     ) -> None:
         await self.close()
 
-    def _bind_loop(self) -> _Running:
+    def _bind_loop(self) -> Running:
         loop = asyncio.get_running_loop()
         if self._run is None:
             if self._closed:
                 raise SupervisorClosed("this supervisor is closed")
-            # Children of a supervisor that died with its watchdog: stop them now.
-            try:
-                recover_leftovers()
-            except OSError as exc:
-                log.warning("cannot look for leftovers of dead supervisors: %s", exc)
-            self._run = _Running(self, loop)
-            if self._want_subreaper:
-                self._run.sweeper.become_subreaper()
+            self._run = Running(self, loop)
         elif loop is not self._run.loop:
             raise WrongLoop
         return self._run
@@ -354,32 +269,15 @@ class Supervisor:
 
     def _release(self, clean: bool) -> None:
         """Free every resource; stand the watchdog down only if ``clean``."""
-        run = self._run
-        for child in self._children.values():
-            child.cancel_timers()
-            if child.ready_task is not None:
-                child.ready_task.cancel()
-            with contextlib.suppress(Exception):
-                child.close_stdin(run.loop if run is not None else None)
-                if run is not None:
-                    run.capture.close(child)
-        if run is not None:
-            run.close()
+        if self._run is not None:
+            self._run.release()
         self._events.close()
-        for child in self._children.values():
-            # A child that survived SIGKILL (uninterruptible sleep): stop
-            # watching it; the watchdog, not told goodbye, kills it.
-            if child.close_pidfd(run.loop if run is not None else None):
-                own_child(child.os_pid, None)
-        if self._watchdog is not None:
-            if clean:
-                self._watchdog.close()
-            else:
-                self._watchdog.abandon()
-        if clean:
-            self._statefile.close()
-        else:
-            self._statefile.abandon()
+        for guard in (self._watchdog, self._statefile):
+            if guard is not None:
+                if clean:
+                    guard.close()
+                else:
+                    guard.abandon()
         for child in self._children.values():
             with contextlib.suppress(Exception):
                 self._archive.output(child)
@@ -491,16 +389,6 @@ class Supervisor:
             stdin=o.stdin,
             ready=o.ready,
         )
-
-    def _output_closed(self, child: Child) -> None:
-        """Both pipes of a child closed: its output is complete on disk."""
-        self._archive.output(child)
-        self._archive.prune(self._children.keys(), self._clock.time())
-
-    def _reclaim(self) -> None:
-        """All rings together hold more than ``ring_budget``: finished procs whose
-        lines are all on disk give theirs back, then the biggest rings shrink."""
-        reclaim_rings(self._children.values(), self._budget)
 
     # -- queries -------------------------------------------------------------
 
@@ -754,16 +642,6 @@ class Supervisor:
         """
         return self._events.subscribe(pattern, maxsize, proc)
 
-    def _announce_output(self, child: Child, stream: Stream, first: int, last: int) -> None:
-        self._events.publish(
-            child.proc, EventKind.OUTPUT, stream=stream, first_seq=first, last_seq=last
-        )
-
-    def _announce_partial(self, child: Child, line: Line) -> None:
-        self._events.publish(
-            child.proc, EventKind.PARTIAL, stream=line.stream, first_seq=line.seq, text=line.text
-        )
-
     # -- signals -------------------------------------------------------------
 
     async def term(self, proc_id: int) -> ExitInfo:
@@ -819,11 +697,6 @@ class Supervisor:
     async def kill_all(self, session: str | None = None, agent: str | None = None) -> None:
         """``kill`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
-
-    def _sweep_soon(self) -> None:
-        """A tree could not be seen (fd limit): sweep for it later."""
-        if self._run is not None:
-            self._run.sweeper.schedule(SWEEP_INTERVAL)
 
     # -- reports ---------------------------------------------------------------
 
