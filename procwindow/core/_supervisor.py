@@ -1,5 +1,6 @@
-"""The supervisor: a facade over spawning, capture, exit detection, events,
-signals and the sweep, which live in modules of their own."""
+"""The supervisor: a facade over its reads (``_reads``), launching and exits
+(``_launch``), stopping (``_stopping``) and the parts bound to its event loop
+(``_running``: capture, signals, the sweep), which live in modules of their own."""
 
 from __future__ import annotations
 
@@ -16,18 +17,10 @@ from typing import TYPE_CHECKING
 
 from . import _agent, _stdin, _waiting, spec
 from ._agent import Excerpt
-from ._archive import (
-    DEFAULT_HISTORY_AGE,
-    DEFAULT_HISTORY_BYTES,
-    DEFAULT_LOG_CAP,
-    Archive,
-)
+from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, Archive
 from ._capture import BIG_PIPE
 from ._child import Child, StopCause
-from ._errors import (
-    SupervisorClosed,
-    WrongLoop,
-)
+from ._errors import SupervisorClosed, WrongLoop
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._linux import require_linux
 from ._orchestra import run_of
@@ -53,11 +46,7 @@ from ._types import (
     Stream,
 )
 from ._watchdog import Watchdog
-from .rules import (
-    DEFAULT_GRACEFUL_TIMEOUT,
-    DEFAULT_TOOL,
-    check_graceful_timeout,
-)
+from .rules import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_TOOL, check_graceful_timeout
 
 if TYPE_CHECKING:
     from ._orchestra import WorkspaceRun
