@@ -124,7 +124,7 @@ class LogsElsewhere(ProcwindowError):
     """A proc's log files are on the server's side, not readable here by path."""
 
 
-class RemoteSupervisor:
+class RemoteSupervisor(SupervisorAPI):
     """A :class:`~procwindow.core.SupervisorAPI` over the control socket of
     another procwindow (see the module's docstring for how).
 
@@ -248,7 +248,6 @@ class RemoteSupervisor:
         return p
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
-        """The live procs of a scope (None: any), newest first."""
         return [
             p
             for _, p in sorted(self._procs.live.items(), reverse=True)
@@ -439,7 +438,6 @@ class RemoteSupervisor:
         return await self._events.exited(proc_id, info)
 
     async def interrupt(self, proc_id: int) -> bool:
-        """SIGINT; False if it already exited."""
         reply = await self._calls.call("interrupt", proc_id=proc_id, proc=proc_id)
         return bool(reply["delivered"])
 
@@ -456,7 +454,6 @@ class RemoteSupervisor:
         return written
 
     async def close_stdin(self, proc_id: int) -> bool:
-        """Close the proc's stdin; False if it had none or it was closed already."""
         p = self._must_be_live(proc_id)
         if not p.options.stdin:
             return False
@@ -475,11 +472,9 @@ class RemoteSupervisor:
         return p
 
     async def term_all(self, session: str | None = None, agent: str | None = None) -> None:
-        """``term`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.term(p.id) for p in self.procs(session, agent) if p.running))
 
     async def kill_all(self, session: str | None = None, agent: str | None = None) -> None:
-        """``kill`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
 
     async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo:
@@ -501,8 +496,3 @@ class RemoteSupervisor:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "connected" if self.connected else "disconnected"
         return f"<RemoteSupervisor {self.where} {state} procs={len(self._procs.live)}>"
-
-
-def _conforms(sup: RemoteSupervisor) -> SupervisorAPI:
-    # mypy checks here that RemoteSupervisor has every operation of the protocol.
-    return sup

@@ -5,6 +5,11 @@ The in-process :class:`~procwindow.core.Supervisor` implements it, and so does
 another process, locally or through ``ssh``. The Qt models and controllers
 need nothing more, so they never know which one they hold.
 
+Both classes subclass it, and what an operation means (its arguments, its
+answer, its errors) is written here once: they inherit these docstrings, and
+a method says more only where its class differs (a RemoteSupervisor answers
+``read`` from its mirror…).
+
 The queries (``get``, ``procs``, ``read``, ``read_runs``, ``runtime``, ``stats``,
 ``history``, ``log_path``, ``dismiss``) are synchronous: a model calls them
 from a frame timer or a slot. A remote implementation answers them from a
@@ -24,11 +29,10 @@ from ._types import ExitInfo, ExitReason, ProcStats, ReadBatch, RunBatch, Stream
 from .rules import DEFAULT_TOOL
 
 if TYPE_CHECKING:
-    from ._agent import Ready
     from ._orchestra import WorkspaceRun
     from ._proc import Proc
+    from ._ready import Ready
     from ._search import SearchHit
-    from ._supervisor import Supervisor
 
 __all__ = ["SupervisorAPI"]
 
@@ -50,38 +54,45 @@ class SupervisorAPI(Protocol):
 
     @property
     def where(self) -> str:
-        """How the supervisor is reached: a socket path, ``ssh://host/NAME``; "" in process."""
+        """ "": an in-process supervisor is reached by no link."""
         ...
 
     @property
     def connected(self) -> bool:
-        """True while the link to the supervisor is up (always, in process)."""
+        """True: an in-process supervisor has no link to lose (a
+        :class:`~procwindow.control.remote.RemoteSupervisor`'s goes down and up)."""
         ...
 
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
-        """Call ``callback(what)`` when the link changes: ``"connected"``,
-        ``"disconnected"``, ``"history"`` (a history answer came: ask again).
-        Returns the function that removes it."""
+        """Listen to the link's changes, which an in-process supervisor never
+        has: ``callback`` is never called. Returns the function that removes it."""
         ...
 
     # -- queries (synchronous) ---------------------------------------------------
 
     @property
     def history_enabled(self) -> bool:
-        """True while procs are recorded in a history database."""
+        """True while procs are recorded in the history database."""
+        ...
+
+    @property
+    def closed(self) -> bool:
+        """True once ``close`` has finished."""
         ...
 
     @property
     def workspaces(self) -> list[WorkspaceRun]:
-        """The workspaces running here, whose command states the process table shows."""
+        """The workspaces running on this supervisor (``Workspace.start``), in
+        the order they started; each tells its commands' states."""
         ...
 
     def get(self, proc_id: int) -> Proc:
-        """The proc with this id, live or past; ProcNotFound if unknown."""
+        """The proc with this id, live or from the history; ProcNotFound if
+        there is none (or it was forgotten)."""
         ...
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
-        """The live procs of a scope (None: any), newest first."""
+        """The procs of a scope (None: any), newest first."""
         ...
 
     def runtime(self, proc_id: int) -> float:
@@ -97,7 +108,19 @@ class SupervisorAPI(Protocol):
         stream: Stream | str | None = None,
         partial: bool = False,
     ) -> ReadBatch:
-        """Lines with ``seq > since``, oldest first; pass ``cursor`` next time."""
+        """Lines with ``seq > since``, oldest first, across both streams.
+
+        Pass the returned ``cursor`` as ``since`` next time to get each line once.
+        Lines that left the ring are read back from the log files; ``dropped``
+        counts lines after ``since`` that are gone for good (cut by ``log_cap``).
+        A past id (an earlier run, another supervisor, dismissed) reads from disk.
+
+        ``partial``: also return, last, the unterminated line of each stream
+        (``Line.partial``) once it has stood still for a moment: a prompt, or
+        a progress bar's latest state. The cursor does not move past it: the
+        next read returns it again, completed or changed. ``stream`` keeps
+        only that stream's lines; the cursor still moves past the other's.
+        """
         ...
 
     def read_runs(
@@ -109,7 +132,14 @@ class SupervisorAPI(Protocol):
         stream: Stream | str | None = None,
         partial: bool = False,
     ) -> RunBatch:
-        """``read()``'s lines grouped into runs (a viewer's columns)."""
+        """The lines ``read()`` returns, grouped into runs (:class:`LineRun`):
+        consecutive lines of one stream read at one time, with their texts in
+        one list. For a viewer that keeps lines in columns: the ring gives a run
+        per read of the child, without making a ``Line`` per line.
+
+        Same arguments, same ``dropped``, ``cursor`` and ``eof``;
+        ``read_runs(...).lines() == read(...).lines``.
+        """
         ...
 
     def history(
@@ -122,21 +152,43 @@ class SupervisorAPI(Protocol):
         since: float | None = None,
         limit: int | None = None,
     ) -> list[Proc]:
-        """Every recorded proc, newest first (empty when history is off)."""
+        """Every recorded proc of this state directory, newest first: this
+        supervisor's (live ones as they are now), dismissed ones, earlier runs'
+        and other supervisors'. ``since`` is a start time (epoch seconds).
+        Empty when history is off."""
         ...
 
     def stats(self, proc_id: int) -> ProcStats:
-        """Resource use of the proc's whole live tree."""
+        """CPU %, RSS, I/O bytes and threads of the proc's whole live tree.
+
+        CPU % is measured since the previous call for the same processes (0.0 the
+        first time), so call it at a steady interval (the window: once a second).
+        Who is in the tree comes from a scan of /proc at most STATS_TREE_TTL
+        seconds old (a scan of 1,000 processes takes ~0.1 s: a window sampling
+        every row each second must not pay it every second); the values are
+        each member's own, read now. Out of file descriptors it counts what it
+        can (the leader at least).
+        """
         ...
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
-        """The raw log file of a proc's stream (none if it wrote nothing)."""
+        """Path of the raw log file of a proc's stream (named from ids only),
+        made at the stream's first write: a stream that wrote nothing has none."""
         ...
 
     def subscribe(
         self, pattern: str = ">", *, proc: int | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
     ) -> Subscription:
-        """Events whose topic matches ``pattern``; InvalidPattern if malformed."""
+        """Events whose topic matches ``pattern`` (``*`` one token, ``>`` the rest).
+
+        Topics are ``session.{sid}.agent.{aid}.proc.{kind}``, kind one of
+        ``start stopping output partial ready exit dismiss`` (and ``phase``
+        for the commands of a running workspace); a ``.`` in a
+        name is ``%2E`` there (``scope_pattern`` builds patterns for you).
+        ``proc``: only that proc's events. A proc's output events come before
+        its exit event, which carries the final cursor (``ExitEvent.last_seq``).
+        Raises InvalidPattern for a malformed pattern.
+        """
         ...
 
     def search(
@@ -151,11 +203,18 @@ class SupervisorAPI(Protocol):
         since: float | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[SearchHit]:
-        """Matching lines, live and past, newest proc first; InvalidPattern at once."""
+        """Lines that match ``pattern`` (a substring, or a ``re`` regex with
+        ``regex``), across live procs and the on-disk history: newest procs
+        first, each proc's lines in order. ``since`` keeps procs started at or
+        after that time (epoch seconds). An async iterator: it streams, can be
+        cancelled, and returns to the event loop every few milliseconds.
+        Raises InvalidPattern at once for an empty pattern or a bad regex."""
         ...
 
     def dismiss(self, proc_id: int) -> None:
-        """Remove an exited proc from the live view; ProcRunning if it runs."""
+        """Remove an exited proc from the live view (``procs()``): kill what it
+        left behind and close its pipes. Its history and logs stay (``forget``
+        deletes them). ProcRunning if it still runs."""
         ...
 
     # -- actions (coroutines) ----------------------------------------------------
@@ -177,40 +236,81 @@ class SupervisorAPI(Protocol):
         ready: Ready | str | int | Mapping[str, object] | None = None,
         reuse: bool = False,
     ) -> Proc:
-        """Start a command for a scope; its Proc."""
+        """Start ``argv`` (or the ``shell`` line) for scope ``(session, agent)``; return its Proc.
+
+        ``argv`` runs without a shell: metacharacters reach the child literally.
+        ``shell="make | tee log"`` runs ``/bin/sh -c`` with that line; give
+        exactly one of the two. ``env`` adds to or overrides the inherited
+        environment (a value of None removes a variable). ``graceful_timeout``
+        overrides the supervisor's for this proc (0 to MAX_GRACEFUL_TIMEOUT seconds).
+
+        ``timeout``: after that many seconds the proc is terminated (SIGTERM,
+        SIGKILL after the grace) and its exit reason is ``timeout``.
+        ``merge_stderr``: stderr goes into the stdout pipe, so the two are in
+        the exact order written (all lines are then ``stdout``).
+        ``stdin``: keep a pipe to its stdin for ``write``/``close_stdin``
+        (otherwise stdin is /dev/null). ``ready``: how it shows it is ready (a
+        :class:`Ready`, a line pattern, or a localhost port); see ``wait_ready``.
+        ``reuse``: if a proc with the same argv, cwd and scope is running,
+        return it instead of starting a second copy.
+
+        Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
+        InvalidScope, UnsafePath (an unsafe log directory, or a FIFO, symlink
+        or foreign file where a log file goes), SupervisorClosed or SpawnFailed
+        (EMFILE at the fd limit, EAGAIN…), and then leaves nothing behind.
+        """
         ...
 
     async def restart(self, proc_id: int) -> Proc:
-        """Start the proc's command again as a new proc."""
+        """Start the same command again (argv, scope, tool, cwd, env and the
+        spawn's options), as a new proc (new id). A proc of a running
+        workspace's command is restarted within the workspace
+        (``WorkspaceRun.restart``): its policy and checks go on."""
         ...
 
     async def term(self, proc_id: int) -> ExitInfo:
-        """SIGTERM, then SIGKILL after the grace; how it ended."""
+        """SIGTERM then SIGCONT to the proc's group and descendants; SIGKILL after
+        ``graceful_timeout``. Returns how it ended. On an exited proc it stops
+        what the proc left behind (a grandchild holding its pipes) the same way."""
         ...
 
     async def kill(self, proc_id: int) -> ExitInfo:
-        """SIGKILL now; how it ended."""
+        """SIGKILL to the proc's group and descendants now; wait for the exit."""
         ...
 
     async def interrupt(self, proc_id: int) -> bool:
-        """SIGINT; False if it already exited."""
+        """SIGINT to the proc's group, as Ctrl-C would. False if it already exited."""
         ...
 
     async def write(self, proc_id: int, data: bytes | str = "") -> int:
-        """Write to the proc's stdin; the bytes written."""
+        """Write ``data`` (str: as UTF-8) to the stdin of a proc spawned with
+        ``stdin=True``; return the bytes written. Waits while the pipe is full.
+        Raises StdinClosed if it has no stdin, it was closed, or the child
+        stopped reading (EPIPE)."""
         ...
 
     async def close_stdin(self, proc_id: int) -> bool:
-        """Close the proc's stdin; False if it had none or it was closed."""
+        """Close a proc's stdin (it reads EOF) once pending writes are done;
+        False if it had none or it was closed already."""
         ...
 
     async def term_all(self, session: str | None = None, agent: str | None = None) -> None:
-        """``term`` every running proc of a scope (None: any)."""
+        """``term`` every running proc of a scope (None: any), concurrently."""
         ...
 
+    async def kill_all(self, session: str | None = None, agent: str | None = None) -> None:
+        """``kill`` every running proc of a scope (None: any), concurrently."""
+        ...
 
-if TYPE_CHECKING:
+    async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo:
+        """Wait until the proc exits; return how it ended.
 
-    def _conforms(sup: Supervisor) -> SupervisorAPI:
-        # mypy checks here that the in-process Supervisor has every operation.
-        return sup
+        ``timeout``: raise Timeout (a TimeoutError) after that many seconds; the
+        proc is left alone (it keeps running). A past id returns its recorded exit.
+        """
+        ...
+
+    async def close(self) -> None:
+        """Let go of everything this object holds; it never raises. (In process
+        that stops every child; over a link, only the link: see each class.)"""
+        ...

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ._types import Clock, Line, Stream
     from ._watchdog import Watchdog
 
-__all__ = ["Owner", "Running"]
+__all__ = ["Owner", "Running", "release"]
 
 log = logging.getLogger("procwindow")
 
@@ -180,3 +180,23 @@ class Running:
             # watching it; the watchdog, not told goodbye, kills it.
             if child.close_pidfd(self.loop):
                 own_child(child.os_pid, None)
+
+
+def release(sup: Owner, run: Running | None, clean: bool) -> None:
+    """Free every resource of ``sup`` (and of ``run``, its parts bound to the
+    loop, if it has them); stand the watchdog and the state file down only if
+    ``clean``: otherwise the watchdog kills whatever remains."""
+    if run is not None:
+        run.release()
+    sup._events.close()
+    for guard in (sup._watchdog, sup._statefile):
+        if guard is not None:
+            if clean:
+                guard.close()
+            else:
+                guard.abandon()
+    for child in sup._children.values():
+        with contextlib.suppress(Exception):
+            sup._archive.output(child)
+    sup._archive.close()
+    sup._closed = True

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import os
 import secrets
@@ -22,6 +21,7 @@ from ._capture import BIG_PIPE
 from ._child import Child, StopCause
 from ._errors import SupervisorClosed, WrongLoop
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
+from ._interface import SupervisorAPI
 from ._linux import require_linux
 from ._orchestra import run_of
 from ._output import ReadBuffers, RingBudget
@@ -31,7 +31,7 @@ from ._reads import Reads, past_id
 from ._ready import Ready
 from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
-from ._running import Running
+from ._running import Running, release
 from ._search import SearchHit
 from ._statefile import StateFile
 from ._types import (
@@ -63,7 +63,7 @@ DEFAULT_RING_BYTES = 32 * 1024 * 1024
 DEFAULT_RING_BUDGET = 256 * 1024 * 1024
 
 
-class Supervisor:
+class Supervisor(SupervisorAPI):
     """Supervises child processes on the running asyncio loop (Linux).
 
     >>> async def demo():  # doctest: +SKIP
@@ -185,7 +185,6 @@ class Supervisor:
 
     @property
     def closed(self) -> bool:
-        """True once ``close`` has finished."""
         return self._closed
 
     @property
@@ -195,29 +194,21 @@ class Supervisor:
 
     @property
     def history_enabled(self) -> bool:
-        """True while procs are recorded in the history database."""
         return self._archive.on
 
     @property
     def workspaces(self) -> list[WorkspaceRun]:
-        """The workspaces running on this supervisor (``Workspace.start``), in
-        the order they started; each tells its commands' states."""
         return list(self._workspaces)
 
     @property
     def where(self) -> str:
-        """ "": an in-process supervisor is reached by no link."""
         return ""
 
     @property
     def connected(self) -> bool:
-        """True: an in-process supervisor has no link to lose (a
-        :class:`~procwindow.control.remote.RemoteSupervisor`'s goes down and up)."""
         return True
 
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
-        """Listen to the link's changes, which an in-process supervisor never
-        has: ``callback`` is never called. Returns the function that removes it."""
         del callback
         return _nothing
 
@@ -254,24 +245,7 @@ class Supervisor:
         finally:
             # Also when cancelled: every fd is closed, and without a goodbye
             # the watchdog stops whatever still runs.
-            self._release(clean)
-
-    def _release(self, clean: bool) -> None:
-        """Free every resource; stand the watchdog down only if ``clean``."""
-        if self._run is not None:
-            self._run.release()
-        self._events.close()
-        for guard in (self._watchdog, self._statefile):
-            if guard is not None:
-                if clean:
-                    guard.close()
-                else:
-                    guard.abandon()
-        for child in self._children.values():
-            with contextlib.suppress(Exception):
-                self._archive.output(child)
-        self._archive.close()
-        self._closed = True
+            release(self, self._run, clean)
 
     def __del__(self) -> None:
         if getattr(self, "_run", None) is None or getattr(self, "_closed", True):
@@ -310,29 +284,6 @@ class Supervisor:
         ready: Ready | str | int | Mapping[str, object] | None = None,
         reuse: bool = False,
     ) -> Proc:
-        """Start ``argv`` (or the ``shell`` line) for scope ``(session, agent)``; return its Proc.
-
-        ``argv`` runs without a shell: metacharacters reach the child literally.
-        ``shell="make | tee log"`` runs ``/bin/sh -c`` with that line; give
-        exactly one of the two. ``env`` adds to or overrides the inherited
-        environment (a value of None removes a variable). ``graceful_timeout``
-        overrides the supervisor's for this proc (0 to MAX_GRACEFUL_TIMEOUT seconds).
-
-        ``timeout``: after that many seconds the proc is terminated (SIGTERM,
-        SIGKILL after the grace) and its exit reason is ``timeout``.
-        ``merge_stderr``: stderr goes into the stdout pipe, so the two are in
-        the exact order written (all lines are then ``stdout``).
-        ``stdin``: keep a pipe to its stdin for ``write``/``close_stdin``
-        (otherwise stdin is /dev/null). ``ready``: how it shows it is ready (a
-        :class:`Ready`, a line pattern, or a localhost port); see ``wait_ready``.
-        ``reuse``: if a proc with the same argv, cwd and scope is running,
-        return it instead of starting a second copy.
-
-        Raises CommandNotFound, NotExecutable, CwdMissing, InvalidArgv,
-        InvalidScope, UnsafePath (an unsafe log directory, or a FIFO, symlink
-        or foreign file where a log file goes), SupervisorClosed or SpawnFailed
-        (EMFILE at the fd limit, EAGAIN…), and then leaves nothing behind.
-        """
         run = self._bind_loop()
         if self._closing or self._closed:
             raise SupervisorClosed("this supervisor is closing")
@@ -355,10 +306,6 @@ class Supervisor:
         return await run.launcher.spawn(values)
 
     async def restart(self, proc_id: int) -> Proc:
-        """Start the same command again (argv, scope, tool, cwd, env and the
-        spawn's options), as a new proc (new id). A proc of a running
-        workspace's command is restarted within the workspace
-        (``WorkspaceRun.restart``): its policy and checks go on."""
         p = self.get(proc_id)
         owner = run_of(self, proc_id)
         if owner is not None:
@@ -389,8 +336,6 @@ class Supervisor:
         return _agent.Procs(self._reads.live, self.get, self.read)
 
     def get(self, proc_id: int) -> Proc:
-        """The proc with this id, live or from the history; ProcNotFound if
-        there is none (or it was forgotten)."""
         return self._reads.get(proc_id)
 
     def history(
@@ -403,18 +348,12 @@ class Supervisor:
         since: float | None = None,
         limit: int | None = None,
     ) -> list[Proc]:
-        """Every recorded proc of this state directory, newest first: this
-        supervisor's (live ones as they are now), dismissed ones, earlier runs'
-        and other supervisors'. ``since`` is a start time (epoch seconds).
-        Empty when history is off."""
         return self._reads.history(session, agent, tool, reason, since, limit)
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
-        """The procs of a scope (None: any), newest first."""
         return self._reads.procs(session, agent)
 
     def runtime(self, proc_id: int) -> float:
-        """Seconds the proc has run (until its exit)."""
         return self.get(proc_id).runtime(self._clock.monotonic())
 
     def read(
@@ -426,19 +365,6 @@ class Supervisor:
         stream: Stream | str | None = None,
         partial: bool = False,
     ) -> ReadBatch:
-        """Lines with ``seq > since``, oldest first, across both streams.
-
-        Pass the returned ``cursor`` as ``since`` next time to get each line once.
-        Lines that left the ring are read back from the log files; ``dropped``
-        counts lines after ``since`` that are gone for good (cut by ``log_cap``).
-        A past id (an earlier run, another supervisor, dismissed) reads from disk.
-
-        ``partial``: also return, last, the unterminated line of each stream
-        (``Line.partial``) once it has stood still for a moment: a prompt, or
-        a progress bar's latest state. The cursor does not move past it: the
-        next read returns it again, completed or changed. ``stream`` keeps
-        only that stream's lines; the cursor still moves past the other's.
-        """
         return self._reads.read(proc_id, since, limit, stream, partial)
 
     def read_runs(
@@ -450,14 +376,6 @@ class Supervisor:
         stream: Stream | str | None = None,
         partial: bool = False,
     ) -> RunBatch:
-        """The lines ``read()`` returns, grouped into runs (:class:`LineRun`):
-        consecutive lines of one stream read at one time, with their texts in
-        one list. For a viewer that keeps lines in columns: the ring gives a run
-        per read of the child, without making a ``Line`` per line.
-
-        Same arguments, same ``dropped``, ``cursor`` and ``eof``;
-        ``read_runs(...).lines() == read(...).lines``.
-        """
         return self._reads.read_runs(proc_id, since, limit, stream, partial)
 
     def read_bytes(
@@ -491,16 +409,9 @@ class Supervisor:
         return self._reads.read_bytes(proc_id, since, limit, max_bytes, stream)
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
-        """Path of the raw log file of a proc's stream (named from ids only),
-        made at the stream's first write: a stream that wrote nothing has none."""
         return self._reads.log_path(proc_id, stream)
 
     async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo:
-        """Wait until the proc exits; return how it ended.
-
-        ``timeout``: raise TimeoutError after that many seconds; the proc is
-        left alone (it keeps running). A past id returns its recorded exit.
-        """
         limit = spec.check("wait", proc=proc_id, timeout=timeout)["timeout"]
         return await _waiting.wait_exit(self._procs(), proc_id, limit)
 
@@ -578,17 +489,11 @@ class Supervisor:
     # -- stdin ------------------------------------------------------------------
 
     async def write(self, proc_id: int, data: bytes | str = "") -> int:
-        """Write ``data`` (str: as UTF-8) to the stdin of a proc spawned with
-        ``stdin=True``; return the bytes written. Waits while the pipe is full.
-        Raises StdinClosed if it has no stdin, it was closed, or the child
-        stopped reading (EPIPE)."""
         child = self._child(proc_id)
         buf = _stdin.as_bytes(data)
         return await _stdin.write(proc_id, child, buf, self._bind_loop().loop)
 
     async def close_stdin(self, proc_id: int) -> bool:
-        """Close a proc's stdin (it reads EOF) once pending writes are done;
-        False if it had none or it was closed already."""
         child = self._child(proc_id)
         return await _stdin.close(child, self._run.loop if self._run is not None else None)
 
@@ -604,12 +509,6 @@ class Supervisor:
         since: float | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[SearchHit]:
-        """Lines that match ``pattern`` (a substring, or a ``re`` regex with
-        ``regex``), across live procs and the on-disk history: newest procs
-        first, each proc's lines in order. ``since`` keeps procs started at or
-        after that time (epoch seconds). An async iterator: it streams, can be
-        cancelled, and returns to the event loop every few milliseconds.
-        Raises InvalidPattern at once for an empty pattern or a bad regex."""
         return self._reads.search(
             pattern, regex, case_sensitive, session, agent, proc, since, limit
         )
@@ -619,34 +518,19 @@ class Supervisor:
     def subscribe(
         self, pattern: str = ">", *, proc: int | None = None, maxsize: int = DEFAULT_QUEUE_SIZE
     ) -> Subscription:
-        """Events whose topic matches ``pattern`` (``*`` one token, ``>`` the rest).
-
-        Topics are ``session.{sid}.agent.{aid}.proc.{kind}``, kind one of
-        ``start stopping output partial ready exit dismiss`` (and ``phase``
-        for the commands of a running workspace); a ``.`` in a
-        name is ``%2E`` there (``scope_pattern`` builds patterns for you).
-        ``proc``: only that proc's events. A proc's output events come before
-        its exit event, which carries the final cursor (``ExitEvent.last_seq``).
-        Raises InvalidPattern for a malformed pattern.
-        """
         return self._events.subscribe(pattern, maxsize, proc)
 
     # -- signals -------------------------------------------------------------
 
     async def term(self, proc_id: int) -> ExitInfo:
-        """SIGTERM then SIGCONT to the proc's group and descendants; SIGKILL after
-        ``graceful_timeout``. Returns how it ended. On an exited proc it stops
-        what the proc left behind (a grandchild holding its pipes) the same way."""
         child = self._child(proc_id)
         return await self._bind_loop().stopping.term(child)
 
     async def kill(self, proc_id: int) -> ExitInfo:
-        """SIGKILL to the proc's group and descendants now; wait for the exit."""
         child = self._child(proc_id)
         return await self._bind_loop().stopping.kill(child)
 
     async def interrupt(self, proc_id: int) -> bool:
-        """SIGINT to the proc's group, as Ctrl-C would. False if it already exited."""
         return await self.signal(proc_id, signal.SIGINT)
 
     async def signal(self, proc_id: int, sig: int) -> bool:
@@ -662,9 +546,6 @@ class Supervisor:
         return self._bind_loop().signals.signal_group(child, sig)
 
     def dismiss(self, proc_id: int) -> None:
-        """Remove an exited proc from the live view (``procs()``): kill what it
-        left behind and close its pipes. Its history and logs stay (``forget``
-        deletes them). ProcRunning if it still runs."""
         child = self._child(proc_id)
         assert self._run is not None  # it ran, so the supervisor is bound
         self._run.stopping.dismiss(child)
@@ -680,11 +561,9 @@ class Supervisor:
         self._archive.forget_past(past_id(proc_id))
 
     async def term_all(self, session: str | None = None, agent: str | None = None) -> None:
-        """``term`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.term(p.id) for p in self.procs(session, agent) if p.running))
 
     async def kill_all(self, session: str | None = None, agent: str | None = None) -> None:
-        """``kill`` every running proc of a scope (None: any), concurrently."""
         await asyncio.gather(*(self.kill(p.id) for p in self.procs(session, agent) if p.running))
 
     # -- reports ---------------------------------------------------------------
@@ -704,16 +583,6 @@ class Supervisor:
         return top_text(self.procs(session, agent), self._clock.monotonic())
 
     def stats(self, proc_id: int) -> ProcStats:
-        """CPU %, RSS, I/O bytes and threads of the proc's whole live tree.
-
-        CPU % is measured since the previous call for the same processes (0.0 the
-        first time), so call it at a steady interval (the window: once a second).
-        Who is in the tree comes from a scan of /proc at most STATS_TREE_TTL
-        seconds old (a scan of 1,000 processes takes ~0.1 s: a window sampling
-        every row each second must not pay it every second); the values are
-        each member's own, read now. Out of file descriptors it counts what it
-        can (the leader at least).
-        """
         child = self._child(proc_id)
         run = self._run
         tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
