@@ -43,6 +43,27 @@ def _library_verbs() -> list[Verb]:
     return [verb for verb in VERBS.values() if verb.library]
 
 
+@pytest.mark.parametrize("owner", [Supervisor, RemoteSupervisor], ids=lambda c: c.__name__)
+def test_both_supervisors_keep_the_interface_and_its_words(owner: type) -> None:
+    """Both subclass SupervisorAPI, take each operation as it does, and every
+    public member has a docstring (its own, or the interface's inherited)."""
+    assert SupervisorAPI in owner.__mro__
+    for name, member in inspect.getmembers(SupervisorAPI):
+        if name.startswith("_"):
+            continue
+        mine = getattr(owner, name)
+        assert type(mine) is type(member), (owner.__name__, name)
+        if callable(member):
+            theirs, ours = inspect.signature(member), inspect.signature(mine)
+            assert list(ours.parameters) == list(theirs.parameters), (owner.__name__, name)
+    undocumented = [
+        name
+        for name, member in inspect.getmembers(owner)
+        if not name.startswith("_") and not inspect.getdoc(member)
+    ]
+    assert not undocumented, f"{owner.__name__}: no docstring for {undocumented}"
+
+
 def test_every_operation_of_the_protocol_has_a_handler() -> None:
     handlers = Handlers(Any, {})  # type: ignore[arg-type]
     assert set(handlers._verbs) == OPS
