@@ -15,9 +15,14 @@ import time
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-from ..core import ScopeCounts, format_runtime
-from ..core._orchestra import CommandState, commands_table
-from ..core._text import escape_controls, format_size
+from ..core import (
+    CommandState,
+    ScopeCounts,
+    commands_table,
+    escape_controls,
+    format_runtime,
+    format_size,
+)
 
 __all__ = ["history_table"]
 

@@ -15,8 +15,7 @@ import json
 import sys
 from typing import Any
 
-from ..core import ScopeCounts
-from ..core._text import escape_controls
+from ..core import ScopeCounts, escape_controls
 from ._ctl_args import EXIT_SERVER
 from ._ctl_format import (
     _count_line,

@@ -18,13 +18,15 @@ from typing import Any
 
 from .. import __version__
 from ..core import (
+    CommandState,
     InvalidField,
     ProcNotFound,
     ProcwindowError,
     StdinClosed,
     Supervisor,
+    commands_table,
+    idx_rows,
 )
-from ..core._orchestra import CommandState, commands_table, idx_rows
 from ..core.spec import VERBS
 from ._conn import ClientGone, Conn
 from ._handlers_agent import _AgentVerbs

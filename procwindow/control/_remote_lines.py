@@ -15,8 +15,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from ..core import EventKind, Line, ProcNotFound, ReadBatch, Stream, SupervisorClosed
-from ..core._events import EventHub
+from ..core import EventHub, EventKind, Line, ProcNotFound, ReadBatch, Stream, SupervisorClosed
 from ._links import Disconnected
 from ._remote_calls import _Calls
 from ._remote_procs import RemoteProc, _Procs

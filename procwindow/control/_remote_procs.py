@@ -13,8 +13,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 from typing import Any
 
-from ..core import DEFAULT_TOOL, ExitInfo, ExitReason, Proc, ProcState
-from ..core._proc import SpawnOptions
+from ..core import DEFAULT_TOOL, ExitInfo, ExitReason, Proc, ProcState, SpawnOptions
 
 __all__ = ["RemoteProc"]
 

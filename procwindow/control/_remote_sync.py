@@ -20,6 +20,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import Any
 
 from ..core import (
+    EventHub,
     EventKind,
     ExitInfo,
     ExitReason,
@@ -28,7 +29,6 @@ from ..core import (
     ProcNotFound,
     ProcState,
 )
-from ..core._events import EventHub
 from ._links import Disconnected, LinkError
 from ._remote_calls import _Calls
 from ._remote_fetched import _Fetched

@@ -6,8 +6,7 @@ import os
 import re
 import stat
 
-from ..core import ProcwindowError
-from ..core._private import private_dir
+from ..core import ProcwindowError, private_dir
 
 __all__ = [
     "DEFAULT_SERVER_NAME",

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..core import (
+    MAX_RESTARTS,
     Backoff,
     CommandError,
     CommandNotFound,
@@ -21,12 +22,13 @@ from ..core import (
     NotExecutable,
     ProcwindowError,
     Ready,
+    check_command_name,
+    check_timeout,
     command_argv,
+    condition_of,
+    escape_controls,
+    resolve_command,
 )
-from ..core._agent import check_timeout
-from ..core._spawn import resolve as resolve_command
-from ..core._text import escape_controls
-from ..core._workspace import MAX_RESTARTS, check_command_name, condition_of
 from ._toml_lines import Key, key_line, key_text
 
 __all__ = ["KeyChecker", "WorkspaceError"]

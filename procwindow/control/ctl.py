@@ -17,7 +17,6 @@ import signal
 import sys
 
 from ..core import ProcwindowError
-from ..core._text import format_size as format_size
 from ._ctl_args import (
     _AFTER_DASHES,
     EXIT_CONNECT,

@@ -60,9 +60,12 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Se
 from typing import Any, cast
 
 from ..core import (
+    DEFAULT_QUEUE_SIZE,
     DEFAULT_TOOL,
+    EventHub,
     ExitInfo,
     ExitReason,
+    Matcher,
     Proc,
     ProcNotFound,
     ProcRunning,
@@ -79,8 +82,6 @@ from ..core import (
     SupervisorClosed,
     WorkspaceRun,
 )
-from ..core._events import DEFAULT_QUEUE_SIZE, EventHub
-from ..core._search import Matcher
 from ._links import (
     Disconnected,
     LinkError,

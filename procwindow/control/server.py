@@ -18,8 +18,7 @@ import socket
 import stat
 from collections.abc import Mapping, Sequence
 
-from ..core import Supervisor, UnsafePath
-from ..core._private import open_private_file, private_dir
+from ..core import Supervisor, UnsafePath, open_private_file, private_dir
 from ._conn import (
     LARGE_REQUEST_BUDGET,
     REQUEST_BUFFER,

@@ -66,8 +66,8 @@ from ..core import (
     Workspace,
     check_graceful_timeout,
     command_argv,
+    policy_of,
 )
-from ..core._workspace import policy_of
 from ..core.rules import check_scope_name, check_tool
 from ..core.spec import VERBS
 from ._links import LinkError, NoServer, parse_target

@@ -26,16 +26,18 @@ from ._errors import (
     WrongLoop,
     error_class,
 )
-from ._events import Subscription
+from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._interface import SupervisorAPI
-from ._orchestra import CommandState, WorkspaceRun, command_state
+from ._orchestra import CommandState, WorkspaceRun, command_state, commands_table, idx_rows
 from ._output import LINE_MAX
-from ._proc import Proc
-from ._ready import Ready
+from ._private import open_private_file, private_dir
+from ._proc import Proc, SpawnOptions
+from ._ready import Ready, check_timeout
 from ._replay import ByteBatch
-from ._search import SearchHit
+from ._search import Matcher, SearchHit
+from ._spawn import resolve as resolve_command
 from ._supervisor import Supervisor
-from ._text import format_runtime
+from ._text import escape_controls, format_runtime, format_size
 from ._topics import Pattern
 from ._types import (
     Clock,
@@ -59,6 +61,7 @@ from ._types import (
     runs_of,
 )
 from ._workspace import (
+    MAX_RESTARTS,
     Backoff,
     Command,
     Condition,
@@ -69,6 +72,9 @@ from ._workspace import (
     Workspace,
     WorkspaceConflict,
     WorkspaceNotFound,
+    check_command_name,
+    condition_of,
+    policy_of,
 )
 from .rules import (
     DEFAULT_AGENT,
@@ -91,10 +97,12 @@ __all__ = [
     "DEFAULT_HISTORY_AGE",
     "DEFAULT_HISTORY_BYTES",
     "DEFAULT_LOG_CAP",
+    "DEFAULT_QUEUE_SIZE",
     "DEFAULT_SESSION",
     "DEFAULT_TOOL",
     "LINE_MAX",
     "MAX_GRACEFUL_TIMEOUT",
+    "MAX_RESTARTS",
     "MIN_LOG_CAP",
     "Backoff",
     "ByteBatch",
@@ -107,6 +115,7 @@ __all__ = [
     "CwdMissing",
     "Dependency",
     "Event",
+    "EventHub",
     "EventKind",
     "Excerpt",
     "ExitEvent",
@@ -120,6 +129,7 @@ __all__ = [
     "Line",
     "LineRun",
     "Liveness",
+    "Matcher",
     "NoMatch",
     "NotExecutable",
     "NotReady",
@@ -141,6 +151,7 @@ __all__ = [
     "ScopeCounts",
     "SearchHit",
     "SpawnFailed",
+    "SpawnOptions",
     "StartEvent",
     "StdinClosed",
     "Stream",
@@ -156,12 +167,23 @@ __all__ = [
     "WorkspaceNotFound",
     "WorkspaceRun",
     "WrongLoop",
+    "check_command_name",
     "check_graceful_timeout",
+    "check_timeout",
     "command_argv",
     "command_state",
+    "commands_table",
+    "condition_of",
     "count_scopes",
     "error_class",
+    "escape_controls",
     "format_runtime",
+    "format_size",
+    "idx_rows",
+    "open_private_file",
+    "policy_of",
+    "private_dir",
+    "resolve_command",
     "runs_of",
     "scope_pattern",
     "topic_token",

@@ -24,7 +24,8 @@ import pytest
 
 from procwindow import Supervisor
 from procwindow.control import ControlServer, default_socket_path
-from procwindow.control.ctl import format_size, parse_since
+from procwindow.control.ctl import parse_since
+from procwindow.core import format_size
 
 from ..core.helpers import alive, py
 from .conftest import Server, isolated_env, start_server, stop_server
