@@ -15,7 +15,6 @@ from typing import Any
 from ._errors import InvalidField, ProcwindowError
 from ._ready import Ready
 from .rules import (
-    MAX_GRACEFUL_TIMEOUT,
     check_argv,
     check_env,
     check_graceful_timeout,
@@ -103,12 +102,6 @@ class Field:
             return None
         return self.cli or "--" + self.name.replace("_", "-")
 
-    @property
-    def mcp_name(self) -> str | None:
-        if self.mcp is None:
-            return None
-        return self.mcp.name or self.name
-
     def for_mcp(self) -> Field:
         """The field as an MCP tool takes it: its name, help, default and bound
         there (tighter than the protocol's where a result is capped)."""
@@ -142,21 +135,6 @@ class Field:
 
     def refuse(self, rule: str, value: Any) -> InvalidField:
         return InvalidField("", self.name, f"{self.name} must be {rule}, got {shown(value)}")
-
-    def json_schema(self, *, mcp: bool = False) -> dict[str, Any]:
-        """The field as JSON Schema (for the MCP tools' input schemas and the docs)."""
-        schema = dict(_SCHEMAS[self.kind])
-        low, high = self.bounds()
-        if mcp and self.mcp is not None and self.mcp.maximum is not None:
-            high = self.mcp.maximum
-        if self.kind in (Kind.COUNT, Kind.ID):
-            if low is not None:
-                schema["minimum"] = low
-            if high is not None and high != MAX_ID:
-                schema["maximum"] = high
-        if self.choices:
-            schema["enum"] = list(self.choices)
-        return schema
 
     def describe(self) -> str:
         """The field for docs/protocol.md's table: ``since`` (seq, default 0)."""
@@ -361,26 +339,6 @@ _CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
     Kind.ENV: lambda f, v: check_env(v),
     Kind.READY: _ready,
 }
-
-_SCHEMAS: dict[Kind, dict[str, Any]] = {
-    Kind.TEXT: {"type": "string"},
-    Kind.NONEMPTY: {"type": "string", "minLength": 1},
-    Kind.NAME: {"type": "string", "minLength": 1},
-    Kind.TOOL: {"type": "string", "minLength": 1},
-    Kind.ID: {"type": "integer"},
-    Kind.COUNT: {"type": "integer"},
-    Kind.SECONDS: {"type": "number", "exclusiveMinimum": 0},
-    Kind.GRACE: {"type": "number", "minimum": 0, "maximum": MAX_GRACEFUL_TIMEOUT},
-    Kind.TIME: {"type": "number"},
-    Kind.FLAG: {"type": "boolean"},
-    Kind.CHOICE: {"type": "string"},
-    Kind.ARGV: {"type": "array", "items": {"type": "string"}, "minItems": 1},
-    Kind.STRINGS: {"type": "array", "items": {"type": "string"}},
-    Kind.IDS: {"type": "array", "items": {"type": "integer", "minimum": 1}},
-    Kind.ENV: {"type": "object", "additionalProperties": {"type": ["string", "null"]}},
-    Kind.READY: {"type": ["object", "string", "integer"]},
-}
-
 
 # -- verbs -----------------------------------------------------------------------------
 
