@@ -1,5 +1,5 @@
 """The parts of an operation's spec: what a field holds (:class:`Kind`), a field
-(:class:`Field`) with its check, JSON schema and docs phrase, how an MCP tool words
+(:class:`Field`) with its check and docs phrase, how an MCP tool words
 it (:class:`Mcp`), and an operation (:class:`Verb`). The operations themselves are
 in :mod:`procwindow.core.spec`.
 """
