@@ -38,7 +38,7 @@ async def write(proc_id: int, child: Child, buf: bytes, loop: asyncio.AbstractEv
                 n = os.write(fd, view)
             except BlockingIOError:
                 ready = loop.create_future()
-                loop.add_writer(fd, ready.set_result, None)
+                loop.add_writer(fd, _wake, ready)
                 try:
                     await asyncio.wait({ready, child.exit_fut}, return_when="FIRST_COMPLETED")
                 finally:
@@ -51,6 +51,13 @@ async def write(proc_id: int, child: Child, buf: bytes, loop: asyncio.AbstractEv
                 raise StdinClosed(proc_id, "it closed its stdin (broken pipe)") from None
             view = view[n:]
     return len(buf)
+
+
+def _wake(ready: asyncio.Future[None]) -> None:
+    """The pipe has room: wake the write. The loop may call this again before
+    the write resumes (the fd stays writable), so only the first call counts."""
+    if not ready.done():
+        ready.set_result(None)
 
 
 async def close(child: Child, loop: asyncio.AbstractEventLoop | None) -> bool:

@@ -240,6 +240,32 @@ def test_write_waits_while_the_pipe_is_full_and_cat_echoes_everything(run, tmp_p
     run(main())
 
 
+def test_a_write_larger_than_the_pipe_logs_no_error_of_the_loop(run, tmp_path):
+    """A writer callback fires again before the write resumes: it must not set
+    the same future twice (asyncio would log InvalidStateError each time)."""
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        errors: list[dict] = []
+        loop.set_exception_handler(lambda _, context: errors.append(context))
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(
+                py("import sys, time; time.sleep(0.3); print(len(sys.stdin.buffer.read()))"),
+                session="s",
+                agent="a",
+                stdin=True,
+            )
+            for _ in range(3):
+                assert await sup.write(p.id, b"y" * 300_000) == 300_000
+            await sup.close_stdin(p.id)
+            assert (await sup.wait(p.id, timeout=20)).code == 0
+            await until(lambda: not p.output_open)
+            assert [line.text for line in sup.read(p.id).lines] == ["900000"]
+        assert errors == []
+
+    run(main())
+
+
 def test_write_to_a_child_that_closed_stdin_is_a_clear_error(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
