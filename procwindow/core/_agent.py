@@ -305,7 +305,10 @@ async def excerpt(
     complete = [x for x in first.lines if not x.partial]
     last_seq = child.store.last_seq if child is not None else max(p.last_seq, first.cursor)
     if len(complete) <= head + tail:
-        head_lines, tail_lines = complete, []
+        # All of them fit the counts; the bytes may not: split them, so that
+        # trimming to max_bytes keeps the last lines as it keeps the first.
+        split = len(complete) - min(tail, len(complete) - min(head, len(complete) // 2))
+        head_lines, tail_lines = complete[:split], complete[split:]
         cursor, total = first.cursor, len(complete)
         total_bytes = sum(_size(x) for x in complete)
         dropped, eof = first.dropped, first.eof

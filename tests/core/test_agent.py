@@ -563,6 +563,31 @@ def test_excerpt_stays_within_max_bytes(run, tmp_path):
     run(main())
 
 
+def test_excerpt_keeps_the_last_line_after_pieces_of_an_over_long_one(run, tmp_path):
+    """Few lines, within head + tail, but too big for max_bytes: the last ones
+    (an exit summary) stay, and the first ones, and the middle is omitted."""
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(
+                py("print('x' * 300000); print('DONE exit summary')"), session="s", agent="a"
+            )
+            await sup.wait(p.id)
+            await until(lambda: not p.output_open)
+            for max_bytes in (300, 2000, 8000):
+                ex = await sup.excerpt(p.id, max_bytes=max_bytes)
+                lines = ex.text.splitlines()
+                assert len(ex.text.encode()) <= max_bytes
+                assert lines[-1] == "DONE exit summary", (max_bytes, lines[-3:])
+                assert lines[0].startswith("xxx")
+                assert "omitted" in ex.text
+                assert ex.omitted_lines == ex.lines - len(ex.shown)
+            head_only = await sup.excerpt(p.id, tail=0, max_bytes=2000)
+            assert "DONE" not in head_only.text
+
+    run(main())
+
+
 def test_excerpt_of_a_running_proc_ends_with_its_prompt(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
