@@ -275,7 +275,8 @@ class SupervisorAPI(Protocol):
         ...
 
     async def kill(self, proc_id: int) -> ExitInfo:
-        """SIGKILL to the proc's group and descendants now; wait for the exit."""
+        """SIGKILL to the proc's group and descendants now; return once the
+        proc and every descendant are gone (as ``term`` does)."""
         ...
 
     async def interrupt(self, proc_id: int) -> bool:

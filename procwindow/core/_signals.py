@@ -185,6 +185,16 @@ class TreeSignals:
         self.signal_tree(child, signal.SIGCONT)
         await self._await_tree_gone(child, time.monotonic() + grace)
 
+    async def await_killed(self, child: Child) -> None:
+        """After SIGKILL to the tree: return once it is gone (what forked since
+        the signal is killed too), within KILL_WAIT."""
+        since = time.monotonic()
+        tree = await self._tree_after(child, since)
+        if tree is not None and not tree:
+            return
+        self.kill_leftovers(child, FRESH_TTL)
+        await self._poll_tree_gone(child, since, since + KILL_WAIT)
+
     async def _tree_after(self, child: Child, since: float) -> dict[int, int] | None:
         """``tree`` from a look at /proc taken at ``since`` or later. It waits one
         turn of the loop first: procs that ended together share the look."""

@@ -97,7 +97,9 @@ class Stopping:
             self._signals.signal_tree(child, signal.SIGKILL)
         else:
             self._signals.kill_leftovers(child)
-        return await child.until_exit()
+        exit_ = await child.until_exit()
+        await self._signals.await_killed(child)  # as term(): the whole tree is gone
+        return exit_
 
     def time_out(self, child: Child) -> None:
         """Its ``timeout`` ran out: terminate it (reason ``timeout``)."""

@@ -89,6 +89,27 @@ def test_term_kills_setsid_grandchild(run, tmp_path):
     run(main())
 
 
+def test_kill_returns_once_the_tree_is_gone(run, tmp_path):
+    """As term does: a harness that rebinds a port right after kill() must not
+    meet a descendant still dying."""
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            for _ in range(3):
+                p = await sup.spawn(
+                    py(SETSID_GRANDCHILD.format(tail="import time; time.sleep(600)")),
+                    session="s",
+                    agent="a",
+                )
+                await until(lambda p=p: _pids(sup, p.id, "plain"))
+                tree = [_pids(sup, p.id, "setsid")[0], _pids(sup, p.id, "plain")[0]]
+                info = await sup.kill(p.id)
+                assert info.reason is ExitReason.KILLED
+                assert [pid for pid in tree if alive(pid)] == []
+
+    run(main())
+
+
 def test_orphaned_setsid_grandchild_is_killed_after_leader_exit(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path) as sup:
