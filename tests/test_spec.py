@@ -248,3 +248,17 @@ def test_a_verb_refuses_unknown_and_missing_fields_and_fills_defaults() -> None:
         excerpt.check({"proc": 2, "heads": 3})
     with pytest.raises(InvalidField, match="head and tail together must be at most 10000"):
         excerpt.check({"proc": 2, "head": 6000, "tail": 6000})
+
+
+def test_every_error_the_library_raises_is_exported_from_procwindow() -> None:
+    import procwindow
+    import procwindow.core
+
+    errors = {
+        name
+        for name in procwindow.core.__all__
+        if isinstance(getattr(procwindow.core, name), type)
+        and issubclass(getattr(procwindow.core, name), Exception)
+    }
+    assert {"Timeout", "CommandError", "InvalidField"} <= errors
+    assert errors - set(procwindow.__all__) == set()
