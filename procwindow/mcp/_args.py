@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from ..core import InvalidField
+from ..core.rules import shown
 from ..core.spec import VERBS, Field, Kind
 
 __all__ = ["TOOLS", "TOOL_ONLY", "arg", "check_arguments", "tool_fields"]
@@ -85,11 +86,31 @@ def check_arguments(tool: str, arguments: Mapping[str, Any]) -> None:
             unknown[0],
             f"unknown field {unknown[0]!r}: {tool} takes " + (", ".join(fields) or "no field"),
         )
+    verb = TOOLS.get(tool, tool)
+    for name, f in fields.items():
+        if f.required and arguments.get(name) is None:
+            raise InvalidField(verb, name, f"{name} is required")
     for name, value in arguments.items():
         f = fields[name]
-        if value is None or (tool == "run" and name == "command"):
+        if value is None:
+            continue
+        if tool == "run" and name == "command":
+            _check_command(value)
             continue
         f.check(value)
+
+
+def _check_command(value: Any) -> None:
+    """``run``'s ``command``: a shell line, or a list of strings (argv)."""
+    if isinstance(value, str) and value.strip():
+        return
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return
+    raise InvalidField(
+        "run",
+        "command",
+        "command must be a shell command line or a non-empty list of strings, got " + shown(value),
+    )
 
 
 _PY_TYPES: dict[Kind, Any] = {

@@ -146,3 +146,19 @@ def test_an_id_past_any_proc_is_not_found(server: Server) -> None:
     done = server.ctl("out", str(huge), check=False)
     assert done.returncode == 1
     assert f"no such proc: {huge}" in done.stderr
+
+
+def test_the_tools_refuse_a_missing_or_malformed_argument_in_one_line(server: Server) -> None:
+    # Before the SDK's validation, which would answer in several lines with URLs.
+    cases = [
+        ("excerpt", {}, "id is required"),
+        ("read", {"id": None}, "id is required"),
+        ("run", {}, "command is required"),
+        ("run", {"command": 5}, "command must be a shell command line or a non-empty list"),
+        ("run", {"command": ["ls", 3]}, "command must be a shell command line or a non-empty"),
+        ("run", {"command": "  "}, "command must be a shell command line or a non-empty list"),
+    ]
+    for tool, arguments, message in cases:
+        text = _mcp_error(server, tool, arguments)
+        assert "\n" not in text, (tool, arguments, text)
+        assert text.startswith(message), (tool, arguments, text)
