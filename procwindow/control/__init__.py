@@ -6,7 +6,7 @@ No Qt here: ``procwindow serve`` runs all of it headless.
 from __future__ import annotations
 
 from ._links import parse_target
-from ._protocol import MAX_REQUEST, PROTOCOL_VERSION, ProtocolError
+from ._protocol import MAX_REQUEST, PROTOCOL_VERSION, WRITE_CHUNK, ProtocolError
 from ._sockdir import (
     DEFAULT_SERVER_NAME,
     SocketDirError,
@@ -22,6 +22,7 @@ __all__ = [
     "DEFAULT_SERVER_NAME",
     "MAX_REQUEST",
     "PROTOCOL_VERSION",
+    "WRITE_CHUNK",
     "CannotConnect",
     "Client",
     "ControlServer",

@@ -27,6 +27,7 @@ __all__ = [
     "MAX_REQUEST",
     "OLDEST_PROTOCOL",
     "PROTOCOL_VERSION",
+    "WRITE_CHUNK",
     "HistoryUnavailable",
     "ProtocolError",
     "decode_request",
@@ -61,6 +62,10 @@ PROTOCOL_VERSION = 5
 OLDEST_PROTOCOL = 4
 #: The longest request line the server reads (bytes, newline excluded).
 MAX_REQUEST = 1024 * 1024
+#: The most characters of stdin a client sends in one ``write`` request: a longer
+#: write is sent in pieces of this size, well under MAX_REQUEST however JSON
+#: escapes them (six bytes for a control character at worst).
+WRITE_CHUNK = 128 * 1024
 #: How deeply a request's arrays and objects may nest.
 MAX_DEPTH = 32
 #: The fields of every request besides the operation's own.

@@ -93,6 +93,7 @@ from ._links import (
     Target,
     make_link,
 )
+from ._protocol import WRITE_CHUNK
 from ._remote_calls import _Calls, _ready_json
 from ._remote_fetched import _Fetched
 from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _line, _Reader
@@ -116,9 +117,6 @@ __all__ = [
 ]
 
 log = logging.getLogger("procwindow.remote")
-
-#: Text per ``write`` request (well under the request limit however it is escaped).
-_WRITE_CHUNK = 128 * 1024
 
 
 class LogsElsewhere(ProcwindowError):
@@ -447,9 +445,9 @@ class RemoteSupervisor(SupervisorAPI):
         self._must_be_live(proc_id)
         text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
         written = 0
-        for i in range(0, len(text), _WRITE_CHUNK):
+        for i in range(0, len(text), WRITE_CHUNK):
             reply = await self._calls.call(
-                "write", long=True, proc_id=proc_id, proc=proc_id, data=text[i : i + _WRITE_CHUNK]
+                "write", long=True, proc_id=proc_id, proc=proc_id, data=text[i : i + WRITE_CHUNK]
             )
             written += int(reply["written"])
         return written

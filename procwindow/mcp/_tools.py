@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ..control import WRITE_CHUNK
 from ..control.aclient import AsyncClient
 from ..core import ProcwindowError
 from ._args import arg, check_arguments, tool_fields
@@ -195,9 +196,17 @@ class Tools:
         """Send text to the stdin of a process started with `stdin: true` (a
         prompt waiting for an answer, a REPL, a filter). Returns {"written":
         bytes, "closed": bool when `close` was asked}."""
+        data: str = args["data"]
+        # Pieces each well inside a request; the last one closes when asked.
+        pieces = [data[i : i + WRITE_CHUNK] for i in range(0, len(data), WRITE_CHUNK)] or [""]
+        written = 0
+        result: Any = {}
         async with tool_client(self.backend) as c:
-            result = await c.call("write", proc=args["id"], data=args["data"], close=args["close"])
-        return dict(result) if isinstance(result, dict) else {"written": result}
+            for n, piece in enumerate(pieces, 1):
+                close = args["close"] and n == len(pieces)
+                result = await c.call("write", proc=args["id"], data=piece, close=close)
+                written += int(result["written"])
+        return {**result, "written": written}
 
     async def term(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Stop a process gracefully: SIGTERM to it and its children, then SIGKILL

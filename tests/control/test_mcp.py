@@ -389,6 +389,12 @@ def test_new_verbs(tmp_path: Path) -> None:
             written = await call(session, "write", id=cat["id"], data="hello\n", close=True)
             assert written["written"] == 6
             await call(session, "wait_for", id=cat["id"], pattern="hello", regex=False)
+            # Larger than a request may be: sent in pieces, closed after the last.
+            count = await call(session, "run", command=["wc", "-c"], stdin=True)
+            big = "y" * (2 * 1024 * 1024 + 7)
+            written = await call(session, "write", id=count["id"], data=big, close=True)
+            assert written["written"] == len(big) and written["closed"] is True
+            await call(session, "wait_for", id=count["id"], pattern=f"^{len(big)}$")
 
             web = await call(session, "run", command=SERVER_SCRIPT, ready="listening on")
             ready = await call(session, "wait_ready", id=web["id"], timeout=15)
