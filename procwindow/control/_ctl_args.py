@@ -119,8 +119,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
     verbs = parser.add_subparsers(
         dest="verb", metavar="VERB", required=True, parser_class=_VerbParser
     )
-    for name in ("top", "idx"):
-        add_fields(_verb_parser(verbs, name), name)
+    add_fields(_verb_parser(verbs, "top"), "top")
+    text = OPERATIONS["idx"].help
+    p = _verb_parser(
+        verbs,
+        "idx",
+        text,
+        text + ": pid status exit_code tool cmd start_unix runtime_sec. Its pid column is"
+        " procwindow's id of the process (the ID other verbs take), as the index format"
+        " has it; the kernel's pid is os_pid in 'ctl --json top' and in the protocol.",
+    )
+    add_fields(p, "idx")
     p = _verb_parser(verbs, "out", "print a process's output")
     add_fields(p, "out", short={"follow": "-f"})
     for name in ("term", "kill", "interrupt", "dismiss", "forget", "restart"):

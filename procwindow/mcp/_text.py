@@ -101,7 +101,7 @@ def proc_row(p: dict[str, Any], with_scope: bool) -> dict[str, Any]:
     cmd = str(p.get("cmd") or " ".join(map(str, p.get("argv") or ())))
     if len(cmd) > CMD_CAP:
         cmd = cmd[: CMD_CAP - 1] + "…"
-    row: dict[str, Any] = {"id": p.get("id"), "state": p.get("state")}
+    row: dict[str, Any] = {"id": p.get("id"), "os_pid": p.get("os_pid"), "state": p.get("state")}
     exit_ = p.get("exit")
     if isinstance(exit_, dict):
         row["code"] = exit_.get("code")

@@ -224,7 +224,7 @@ class Tools:
         return {"id": args["id"], "exit": result}
 
     async def list(self, args: Args, ctx: Context) -> dict[str, Any]:
-        """List your processes, newest first: {"procs": [{"id", "state", "code",
+        """List your processes, newest first: {"procs": [{"id", "os_pid", "state", "code",
         "reason", "runtime", "cmd"}], ...}. `state` is starting, running, stopping
         or exited; `code` and `reason` (exited, failed, terminated, killed,
         escalated, timeout, lost) are there once it exited."""

@@ -286,7 +286,9 @@ def test_uses_the_running_server(tmp_path: Path) -> None:
             assert "serving one here" in errlog.read_text()
             seen["pid"] = again["os_pid"]
             assert alive(again["os_pid"])
-            assert (await call(session, "list"))["procs"][0]["id"] == again["id"]
+            row = (await call(session, "list"))["procs"][0]
+            assert row["id"] == again["id"]
+            assert row["os_pid"] == again["os_pid"]  # the kernel's, beside procwindow's id
 
     try:
         asyncio.run(scenario())
