@@ -50,7 +50,8 @@ exit status:
        (or its check gave up) before it was ready
   2    usage error (also a pattern that does not compile)
   3    no server to talk to
-  124  wait-for, ready: --timeout ran out (the process keeps running)
+  124  wait-for, ready, wait: --timeout ran out (the process keeps running)
+'wait' exits with the process's own exit status once it exited.
 Errors are one line on stderr (a mistyped option also shows the usage).
 """
 
@@ -64,6 +65,9 @@ VERBS = (
     "dismiss",
     "forget",
     "restart",
+    "show",
+    "ports",
+    "wait",
     "run",
     "events",
     "sessions",
@@ -134,6 +138,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_fields(p, "out", short={"follow": "-f"})
     for name in ("term", "kill", "interrupt", "dismiss", "forget", "restart"):
         add_fields(_verb_parser(verbs, name), name)
+    for name in ("show", "ports"):
+        p = _verb_parser(verbs, name)
+        add_fields(p, name)
+        _json_option(p)
+    text = "wait until a process exits, and exit with its exit status"
+    p = _verb_parser(
+        verbs, "wait", text, text + " (124 after --timeout: the process keeps running)."
+    )
+    add_fields(p, "wait")
+    _json_option(p)
     p = _verb_parser(
         verbs,
         "run",

@@ -79,7 +79,11 @@ def _print_lines(args: argparse.Namespace, batch: dict[str, Any], gaps: _Gaps) -
 
 
 def _describe_exit(proc: int, info: dict[str, Any]) -> str:
-    return f"{proc}: exited {info['code']} ({info['reason']}) after {info['runtime']:.1f}s\n"
+    return f"{proc}: {_exit_text(info)}\n"
+
+
+def _exit_text(info: dict[str, Any]) -> str:
+    return f"exited {info['code']} ({info['reason']}) after {info['runtime']:.1f}s"
 
 
 def history_table(procs: list[dict[str, Any]]) -> str:

@@ -21,6 +21,7 @@ from ._ctl_format import (
     _count_line,
     _describe_exit,
     _emit,
+    _exit_text,
     _Gaps,
     _print_lines,
     _states_text,
@@ -92,6 +93,34 @@ def _forget(client: Client, args: argparse.Namespace, fields: Fields) -> int:
 def _restart(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("restart", proc=args.proc)
     return _emit(args, result, f"{result['id']}\n")
+
+
+def _show(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    p = client.call("get", **fields)
+    rows = {
+        "id": p["id"],
+        "pid": p["os_pid"],
+        "scope": f"{p['session']}/{p['agent']} ({p['tool']})",
+        "command": p["cmd"],
+        "cwd": p["cwd"],
+        "state": p["state"] if p["live"] else p["state"] + " (not in the live view)",
+        "exit": _exit_text(p["exit"]) if p["exit"] else "-",
+        "lines": p["last_seq"],
+    }
+    text = "".join(f"{k:<8} {escape_controls(str(v))}\n" for k, v in rows.items())
+    return _emit(args, p, text)
+
+
+def _ports(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    ports = client.call("ports", **fields)["ports"]
+    text = "".join(f"{p['port']}\t{p['host']}\t{p['os_pid']}\n" for p in ports)
+    return _emit(args, ports, text)
+
+
+def _wait(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    info = client.call("wait", **fields)
+    _emit(args, info, _describe_exit(args.proc, info))
+    return info["code"] if 0 <= info["code"] <= 255 else EXIT_SERVER
 
 
 def _run(client: Client, args: argparse.Namespace, fields: Fields) -> int:
@@ -245,6 +274,9 @@ _VERBS = {
     "dismiss": _dismiss,
     "forget": _forget,
     "restart": _restart,
+    "show": _show,
+    "ports": _ports,
+    "wait": _wait,
     "run": _run,
     "events": _events,
     "sessions": _sessions,

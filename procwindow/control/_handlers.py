@@ -118,6 +118,8 @@ class _ProcVerbs:
             "top": self._top,
             "idx": self._idx,
             "procs": self._procs,
+            "get": self._get,
+            "ports": self._ports,
             "history": self._history,
             "stats": self._stats,
             "term": self._term,
@@ -196,6 +198,14 @@ class _ProcVerbs:
         procs = self.sup.procs(req["session"], req["agent"])
         return [proc_to_json(p, runtime(self.sup, p)) for p in procs]
 
+    async def _get(self, req: dict[str, Any], conn: Conn) -> Any:
+        p = self.sup.get(req["proc"])
+        return proc_to_json(p, runtime(self.sup, p))
+
+    async def _ports(self, req: dict[str, Any], conn: Conn) -> Any:
+        ports = await self.sup.ports(req["proc"])
+        return {"ports": [dataclasses.asdict(p) for p in ports]}
+
     async def _history(self, req: dict[str, Any], conn: Conn) -> Any:
         if not self.sup.history_enabled:
             raise HistoryUnavailable(self.sup.history_error)
@@ -206,6 +216,7 @@ class _ProcVerbs:
             reason=req["reason"],
             since=req["since"],
             limit=req["limit"],
+            command=req["command"],
         )
         return [proc_to_json(p, runtime(self.sup, p)) for p in procs]
 

@@ -1,5 +1,5 @@
 """The agent verbs: ``wait_for`` (a line that matches), ``ready`` (a readiness
-check passed), ``excerpt`` (the head and tail of an output) and ``write`` (to a
+check passed), ``wait`` (the exit), ``excerpt`` (the head and tail of an output) and ``write`` (to a
 proc's stdin).
 
 Apart from :mod:`._handlers` as a family: each waits on the supervisor's agent
@@ -13,11 +13,11 @@ from typing import Any
 from ..core import StdinClosed, Supervisor
 from ._conn import Conn
 from ._handlers_base import Handler, runtime
-from ._protocol import excerpt_to_json, line_to_json, proc_to_json
+from ._protocol import excerpt_to_json, exit_to_json, line_to_json, proc_to_json
 
 
 class _AgentVerbs:
-    """``wait_for``, ``ready``, ``excerpt`` and ``write``."""
+    """``wait_for``, ``ready``, ``wait``, ``excerpt`` and ``write``."""
 
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
@@ -26,6 +26,7 @@ class _AgentVerbs:
         return {
             "wait_for": self._wait_for,
             "ready": self._wait_ready,
+            "wait": self._wait,
             "excerpt": self._excerpt,
             "write": self._write,
         }
@@ -55,6 +56,14 @@ class _AgentVerbs:
         async def body() -> dict[str, Any]:
             p = await self.sup.wait_ready(req["proc"], req["timeout"])
             return {"ready": True, "proc": proc_to_json(p, runtime(self.sup, p))}
+
+        return await conn.stream(body())
+
+    async def _wait(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Wait until the proc exits (or ``timeout``); how it ended."""
+
+        async def body() -> Any:
+            return exit_to_json(await self.sup.wait(req["proc"], req["timeout"]))
 
         return await conn.stream(body())
 

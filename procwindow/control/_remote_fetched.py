@@ -53,7 +53,7 @@ class _Fetched:
         return [p for pid in ids if (p := self._procs.find(pid)) is not None]
 
     async def _fetch_history(self, key: tuple[Any, ...]) -> None:
-        session, agent, tool, reason, since, limit = key
+        session, agent, tool, reason, since, limit, command = key
         try:
             records = await self._calls.call(
                 "history",
@@ -63,6 +63,7 @@ class _Fetched:
                 reason=reason,
                 since=since,
                 limit=limit,
+                command=command,
             )
         except HistoryUnavailable:
             self.history_on = False

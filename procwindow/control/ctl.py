@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"procwindow ctl: {exc}", file=sys.stderr)
         if args.verb in ("search", "wait-for") and exc.code == "invalid-pattern":
             return EXIT_USAGE  # as grep's 2: told apart from "nothing matched"
-        if args.verb in ("wait-for", "ready") and exc.code == "timeout":
+        if args.verb in ("wait-for", "ready", "wait") and exc.code == "timeout":
             return EXIT_TIMEOUT
         return EXIT_SERVER
     except _NotText as exc:

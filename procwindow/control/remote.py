@@ -65,6 +65,7 @@ from ..core import (
     EventHub,
     ExitInfo,
     ExitReason,
+    ListeningPort,
     Matcher,
     Proc,
     ProcNotFound,
@@ -296,17 +297,22 @@ class RemoteSupervisor(SupervisorAPI):
         reason: ExitReason | str | None = None,
         since: float | None = None,
         limit: int | None = None,
+        command: str | None = None,
     ) -> list[Proc]:
         """The last answer of the server's history to these filters (empty the
         first time): it is fetched again in the background, and listeners hear
         ``"history"`` when a new answer is in."""
         reason_ = ExitReason(reason).value if reason is not None else None
-        return list(self._fetched.history((session, agent, tool, reason_, since, limit)))
+        return list(self._fetched.history((session, agent, tool, reason_, since, limit, command)))
 
     def stats(self, proc_id: int) -> ProcStats:
         """The resource use last fetched (zeros at first); fetched again at
         once, so calling it at a steady interval gives values one call old."""
         return self._fetched.stats(proc_id)
+
+    async def ports(self, proc_id: int) -> list[ListeningPort]:
+        reply = await self._calls.call("ports", proc=proc_id)
+        return [ListeningPort(p["port"], p["host"], p["os_pid"]) for p in reply["ports"]]
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """LogsElsewhere: the logs are the server's (``read`` gives their lines)."""

@@ -22,6 +22,7 @@ import fcntl
 import json
 import logging
 import os
+import shlex
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -224,6 +225,7 @@ class History:
 
     def _connect(self) -> sqlite3.Connection:
         db = sqlite3.connect(self.path, timeout=_OPEN_BUSY_MS / 1000, isolation_level=None)
+        db.create_function("command_line", 1, _command_line, deterministic=True)
         try:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
@@ -510,8 +512,10 @@ class History:
         since: float | None = None,
         limit: int | None = None,
         proc: int | None = None,
+        command: str | None = None,
     ) -> list[HistoryRow]:
-        """Rows newest first, filtered; hidden ones included."""
+        """Rows newest first, filtered; hidden ones included. ``command``: text
+        the command line holds, in any case."""
         where: list[str] = ["1"]
         params: list[object] = []
         for column, value in (
@@ -527,6 +531,9 @@ class History:
         if since is not None:
             where.append("p.started_at >= ?")
             params.append(since)
+        if command is not None:
+            where.append("instr(lower(command_line(p.argv)), lower(?)) > 0")
+            params.append(command)
         sql = (
             f"SELECT {_COLUMNS} FROM procs p LEFT JOIN runs r ON p.run = r.id"
             f" WHERE {' AND '.join(where)} ORDER BY p.id DESC"
@@ -572,3 +579,11 @@ class History:
         if self._ids_fd is not None:
             os.close(self._ids_fd)
             self._ids_fd = None
+
+
+def _command_line(argv: str) -> str:
+    """The command line of a row's ``argv`` (JSON), for the ``command`` filter."""
+    try:
+        return shlex.join(json.loads(argv))
+    except (ValueError, TypeError):
+        return argv

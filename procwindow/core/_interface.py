@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._events import DEFAULT_QUEUE_SIZE, Subscription
-from ._types import ExitInfo, ExitReason, ProcStats, ReadBatch, RunBatch, Stream
+from ._types import ExitInfo, ExitReason, ListeningPort, ProcStats, ReadBatch, RunBatch, Stream
 from .rules import DEFAULT_TOOL
 
 if TYPE_CHECKING:
@@ -151,11 +151,13 @@ class SupervisorAPI(Protocol):
         reason: ExitReason | str | None = None,
         since: float | None = None,
         limit: int | None = None,
+        command: str | None = None,
     ) -> list[Proc]:
         """Every recorded proc of this state directory, newest first: this
         supervisor's (live ones as they are now), dismissed ones, earlier runs'
-        and other supervisors'. ``since`` is a start time (epoch seconds).
-        Empty when history is off."""
+        and other supervisors'. ``since`` is a start time (epoch seconds);
+        ``command`` text its command line holds, in any case. Empty when
+        history is off."""
         ...
 
     def stats(self, proc_id: int) -> ProcStats:
@@ -169,6 +171,11 @@ class SupervisorAPI(Protocol):
         each member's own, read now. Out of file descriptors it counts what it
         can (the leader at least).
         """
+        ...
+
+    async def ports(self, proc_id: int) -> list[ListeningPort]:
+        """The TCP ports the proc and its live descendants listen on now, by port
+        (empty for a proc that is not in the live view)."""
         ...
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:

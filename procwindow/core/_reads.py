@@ -65,6 +65,7 @@ class Reads:
         reason: ExitReason | str | None,
         since: float | None,
         limit: int | None,
+        command: str | None,
     ) -> list[Proc]:
         spec.check(
             "history",
@@ -74,6 +75,7 @@ class Reads:
             reason=reason,
             since=since,
             limit=limit,
+            command=command,
         )
         rows = self._archive.rows(
             session=session,
@@ -82,6 +84,7 @@ class Reads:
             reason=ExitReason(reason).value if reason is not None else None,
             since=since,
             limit=limit,
+            command=command,
         )
         out = []
         for row in rows:

@@ -16,9 +16,9 @@ import psutil
 from ._child import Child
 from ._proc import Proc
 from ._text import escape_controls, format_runtime
-from ._types import ProcStats
+from ._types import ListeningPort, ProcStats
 
-__all__ = ["STATS_TREE_TTL", "idx_text", "top_text", "tree_stats"]
+__all__ = ["STATS_TREE_TTL", "idx_text", "top_text", "tree_ports", "tree_stats"]
 
 #: How old the scan of /proc that ``stats`` finds a tree's members in may be (seconds).
 STATS_TREE_TTL = 3.0
@@ -92,3 +92,21 @@ def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
             continue
     child.ps_cache = seen
     return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.unreaped))
+
+
+def tree_ports(child: Child, descendants: Iterable[int]) -> list[ListeningPort]:
+    """The TCP ports the child (while unreaped) and its live ``descendants`` listen
+    on, by port; a process that is gone or not ours to read is passed over."""
+    pids = list(descendants)
+    if child.unreaped:
+        pids.insert(0, child.os_pid)
+    found: set[ListeningPort] = set()
+    for pid in pids:
+        try:
+            conns = psutil.Process(pid).net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied, OSError):
+            continue
+        for conn in conns:
+            if conn.status == psutil.CONN_LISTEN and conn.laddr:
+                found.add(ListeningPort(conn.laddr.port, conn.laddr.ip, pid))
+    return sorted(found)

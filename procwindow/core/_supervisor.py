@@ -30,7 +30,7 @@ from ._proc import Proc
 from ._reads import Reads, past_id
 from ._ready import Ready
 from ._replay import ByteBatch
-from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_stats
+from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_ports, tree_stats
 from ._running import Running, release
 from ._search import SearchHit
 from ._statefile import StateFile
@@ -40,6 +40,7 @@ from ._types import (
     ExitInfo,
     ExitReason,
     Line,
+    ListeningPort,
     ProcStats,
     ReadBatch,
     RunBatch,
@@ -347,8 +348,9 @@ class Supervisor(SupervisorAPI):
         reason: ExitReason | str | None = None,
         since: float | None = None,
         limit: int | None = None,
+        command: str | None = None,
     ) -> list[Proc]:
-        return self._reads.history(session, agent, tool, reason, since, limit)
+        return self._reads.history(session, agent, tool, reason, since, limit, command)
 
     def procs(self, session: str | None = None, agent: str | None = None) -> list[Proc]:
         return self._reads.procs(session, agent)
@@ -569,13 +571,9 @@ class Supervisor(SupervisorAPI):
     # -- reports ---------------------------------------------------------------
 
     def idx(self, session: str | None = None, agent: str | None = None) -> str:
-        """The machine-readable index: a TSV with a header line, newest first.
-
-        ``pid status exit_code tool cmd start_unix runtime_sec``; ``pid`` is the
-        proc id, status ``running|exited``, exit code ``-1`` while running
-        (``128+N`` after death by signal N), runtime with one decimal. Control
-        characters in a command are escaped, so each proc is one row.
-        """
+        """The machine-readable index, newest first: a header line, then
+        ``pid status exit_code tool cmd start_unix runtime_sec`` (``pid`` is the
+        proc id; exit code -1 while running, 128+N after signal N) a row each."""
         return idx_text(self.procs(session, agent), self._clock.monotonic())
 
     def top(self, session: str | None = None, agent: str | None = None) -> str:
@@ -583,10 +581,17 @@ class Supervisor(SupervisorAPI):
         return top_text(self.procs(session, agent), self._clock.monotonic())
 
     def stats(self, proc_id: int) -> ProcStats:
+        return tree_stats(*self._tree(proc_id))
+
+    async def ports(self, proc_id: int) -> list[ListeningPort]:
+        return tree_ports(*self._tree(proc_id)) if self.get(proc_id).live else []
+
+    def _tree(self, proc_id: int) -> tuple[Child, list[int]]:
+        """The live child and its descendants, from a scan at most STATS_TREE_TTL old."""
         child = self._child(proc_id)
         run = self._run
         tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
-        return tree_stats(child, tree or ())
+        return child, list(tree or ())
 
 
 def _nothing() -> None:

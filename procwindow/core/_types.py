@@ -20,6 +20,7 @@ __all__ = [
     "ExitReason",
     "Line",
     "LineRun",
+    "ListeningPort",
     "OutputEvent",
     "PartialEvent",
     "Phase",
@@ -380,6 +381,17 @@ class PhaseEvent(Event):
     next_attempt_at: float | None = None
     detail: str | None = None
     previous: int | None = None
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class ListeningPort:
+    """A TCP port a process of a proc's tree listens on: ``host`` is the address
+    it is bound to (``0.0.0.0`` or ``::`` for every one), ``os_pid`` the kernel's
+    pid of the process holding it."""
+
+    port: int
+    host: str
+    os_pid: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -248,11 +248,18 @@ _VERB_LIST: tuple[Verb, ...] = (
     Verb("idx", "the index as TSV", SCOPE, library="idx", ctl="idx"),
     Verb("procs", "the processes of the live view, newest first", SCOPE, library="procs"),
     Verb(
+        "get",
+        "one process, live or from the history",
+        PROC_ID,
+        library="get",
+        ctl="show",
+    ),
+    Verb(
         "history",
         "every recorded process, newest first",
         (
-            SESSION,
-            AGENT,
+            replace(SESSION, mcp=Mcp(help="only this session's processes (default: yours)")),
+            replace(AGENT, mcp=Mcp(help="only this agent's processes (default: yours)")),
             Field("tool", Kind.TEXT, "only processes of this tool", mcp=None),
             Field(
                 "reason",
@@ -260,13 +267,27 @@ _VERB_LIST: tuple[Verb, ...] = (
                 "how it ended",
                 choices=tuple(r.value for r in ExitReason),
                 note="an exit reason",
-                mcp=None,
+                mcp=Mcp(),
+            ),
+            Field(
+                "command",
+                Kind.TEXT,
+                "only processes whose command line holds this text (any case)",
+                note="text",
+                mcp=Mcp(),
             ),
             STARTED_SINCE,
-            Field("limit", Kind.COUNT, "the newest N only", minimum=1, mcp=None),
+            Field(
+                "limit",
+                Kind.COUNT,
+                "the newest N only",
+                minimum=1,
+                mcp=Mcp(default=20, maximum=200),
+            ),
         ),
         library="history",
         ctl="history",
+        mcp="history",
     ),
     Verb(
         "out",
@@ -379,9 +400,10 @@ _VERB_LIST: tuple[Verb, ...] = (
     Verb(
         "wait",
         "wait until a process exits",
-        (PROC, TIMEOUT),
+        (PROC, MCP_WAIT),
         library="wait",
-        wire=False,
+        ctl="wait",
+        mcp="wait",
     ),
     Verb(
         "ready",
@@ -464,7 +486,14 @@ _VERB_LIST: tuple[Verb, ...] = (
     Verb(
         "kill", "SIGKILL now; waits for the exit", PROC_ID, library="kill", ctl="kill", mcp="kill"
     ),
-    Verb("interrupt", "SIGINT, as Ctrl-C", PROC_ID, library="interrupt", ctl="interrupt"),
+    Verb(
+        "interrupt",
+        "SIGINT, as Ctrl-C",
+        PROC_ID,
+        library="interrupt",
+        ctl="interrupt",
+        mcp="interrupt",
+    ),
     Verb(
         "dismiss",
         "hide an exited process from the live view; its history and logs are kept"
@@ -472,6 +501,7 @@ _VERB_LIST: tuple[Verb, ...] = (
         PROC_ID,
         library="dismiss",
         ctl="dismiss",
+        mcp="dismiss",
     ),
     Verb(
         "forget",
@@ -486,6 +516,15 @@ _VERB_LIST: tuple[Verb, ...] = (
         PROC_ID,
         library="restart",
         ctl="restart",
+        mcp="restart",
+    ),
+    Verb(
+        "ports",
+        "the TCP ports a process and its descendants listen on",
+        PROC_ID,
+        library="ports",
+        ctl="ports",
+        mcp="ports",
     ),
     Verb(
         "events",

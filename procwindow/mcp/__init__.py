@@ -12,9 +12,15 @@ The MCP SDK (``pip install 'procwindow[mcp]'``) is imported only when the
 command runs. Stdout is the MCP transport: nothing else is written there; logs
 go to stderr.
 
+What the agent may do is its session's policy (``_policy``): by default it acts
+on and reads its own session's processes only; ``--read-all``, ``--allow-all``,
+``--read-only`` and ``--allow-command`` change that.
+
 The package: ``_backend`` (the control socket and the private server behind
-it), ``_tools`` (the MCP server and its tools), ``_text`` (bounded text for
-their results); this module is the command.
+it), ``_tools`` (the MCP server), ``_reading`` and ``_acting`` (its tools, on a
+``_toolbox``), ``_args`` (their arguments, from the spec), ``_policy`` (what a
+session may do), ``_text`` (bounded text for their results); this module is the
+command.
 """
 
 from __future__ import annotations
@@ -29,10 +35,21 @@ import sys
 from ..control import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from ..core import ProcwindowError
 from ._backend import Backend, Scope
+from ._policy import Policy, Refused
 from ._text import TEXT_CAP
 from ._tools import FALLBACK_AGENT, build_app
 
-__all__ = ["SDK_MISSING", "TEXT_CAP", "Backend", "Scope", "build_app", "configure", "run"]
+__all__ = [
+    "SDK_MISSING",
+    "TEXT_CAP",
+    "Backend",
+    "Policy",
+    "Refused",
+    "Scope",
+    "build_app",
+    "configure",
+    "run",
+]
 
 #: What ``procwindow mcp`` prints (on stderr) when the SDK is not installed.
 SDK_MISSING = "procwindow mcp needs the MCP SDK: pip install 'procwindow[mcp]'"
@@ -76,6 +93,30 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the agent name of the commands it starts (default: $PROCWINDOW_AGENT, else the"
         f" MCP client's name, else {FALLBACK_AGENT!r})",
     )
+    rules = parser.add_argument_group(
+        "what the agent may do",
+        "By default it acts on (write, interrupt, term, kill, restart, dismiss) and reads"
+        " the processes of its own session only.",
+    )
+    rules.add_argument(
+        "--read-all", action="store_true", help="let it read every process (list, read, search)"
+    )
+    rules.add_argument(
+        "--allow-all", action="store_true", help="let it read and act on every process"
+    )
+    rules.add_argument(
+        "--read-only",
+        action="store_true",
+        help="let it run nothing and act on nothing: only read and wait",
+    )
+    rules.add_argument(
+        "--allow-command",
+        action="append",
+        default=[],
+        metavar="GLOB",
+        help="run only commands whose line matches GLOB ('npm *'; repeat for more), without"
+        " a shell",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -108,8 +149,21 @@ def run(args: argparse.Namespace) -> int:
         session=args.session or os.environ.get("PROCWINDOW_SESSION") or DEFAULT_MCP_SESSION,
         agent=args.agent or os.environ.get("PROCWINDOW_AGENT") or None,
     )
+    if args.read_only and (args.allow_all or args.allow_command):
+        print(
+            "procwindow mcp: --read-only goes with neither --allow-all nor --allow-command",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    policy = Policy(
+        scope.session,
+        read_only=args.read_only,
+        read_all=args.read_all,
+        allow_all=args.allow_all,
+        commands=tuple(args.allow_command),
+    )
     try:
-        return asyncio.run(_serve(Backend(path), scope))
+        return asyncio.run(_serve(Backend(path), scope, policy))
     except KeyboardInterrupt:
         return 128 + signal.SIGINT
     except Exception as exc:
@@ -117,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         return 1
 
 
-async def _serve(backend: Backend, scope: Scope) -> int:
+async def _serve(backend: Backend, scope: Scope, policy: Policy) -> int:
     """Serve one MCP session on stdio; close the private server, if any, after it."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -129,7 +183,7 @@ async def _serve(backend: Backend, scope: Scope) -> int:
         elif not killers:
             killers.append(asyncio.ensure_future(backend.kill_all()))
 
-    app = build_app(backend, scope)
+    app = build_app(backend, scope, policy)
     for sig in STOP_SIGNALS:
         loop.add_signal_handler(sig, on_stop_signal)
     session = asyncio.ensure_future(app.run_stdio_async())

@@ -19,7 +19,7 @@ from typing import Annotated, Any, Literal
 
 from ..core import InvalidField
 from ..core.rules import shown
-from ..core.spec import VERBS, Field, Kind
+from ..core.spec import MCP_MAX_WAIT, VERBS, Field, Kind
 
 __all__ = ["TOOLS", "TOOL_ONLY", "arg", "check_arguments", "tool_fields"]
 
@@ -44,16 +44,42 @@ TOOL_ONLY: dict[str, dict[str, Field]] = {
             " rules) and runs them without a shell; true runs a list, quoted, as one line",
             undecided=True,
         ),
+        "wait": Field(
+            "wait",
+            Kind.SECONDS,
+            "seconds to wait for it to exit: if it does, the result has its exit and the"
+            " head and tail of its output (else it keeps running). Default: return at once",
+            maximum=MCP_MAX_WAIT,
+        ),
     },
     "list": {
         "all_sessions": Field(
-            "all_sessions", Kind.FLAG, "list every process of the server, not only yours"
+            "all_sessions",
+            Kind.FLAG,
+            "list every process of the server, not only your session's (needs --read-all)",
+        )
+    },
+    "history": {
+        "all_sessions": Field(
+            "all_sessions",
+            Kind.FLAG,
+            "every session's runs, not only yours (needs --read-all)",
         )
     },
     "search": {
         "all_sessions": Field(
-            "all_sessions", Kind.FLAG, "search every process's output, not only yours"
-        )
+            "all_sessions",
+            Kind.FLAG,
+            "search every process's output, not only your session's (needs --read-all)",
+        ),
+        "context": Field(
+            "context",
+            Kind.COUNT,
+            "lines to show before and after each hit (as grep -C)",
+            default=0,
+            minimum=0,
+            maximum=20,
+        ),
     },
 }
 

@@ -137,6 +137,44 @@ def test_term_kill_interrupt_dismiss_restart(server):
     assert [row.split("\t")[0] for row in server.ctl("idx").stdout.splitlines()[1:]] == ["4", "3"]
 
 
+@pytest.mark.promise("From other processes: procwindow ctl")
+def test_show_wait_and_ports(server):
+    listener = (
+        "import socket, time; s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen();"
+        " print(s.getsockname()[1], flush=True); time.sleep(60)"
+    )
+    server.ctl("run", "--session", "s", "--agent", "a", "--", sys.executable, "-c", listener)
+    server.ctl("run", "--session", "s", "--agent", "a", "--shell", "sleep 0.3; exit 7")
+    _wait(lambda: server.ctl("out", "1").stdout.strip().isdigit())
+    port = int(server.ctl("out", "1").stdout)
+    os_pid = json.loads(server.ctl("--json", "show", "1").stdout)["os_pid"]
+
+    assert server.ctl("ports", "1").stdout == f"{port}\t127.0.0.1\t{os_pid}\n"
+    assert json.loads(server.ctl("ports", "1", "--json").stdout) == [
+        {"port": port, "host": "127.0.0.1", "os_pid": os_pid}
+    ]
+    shown = dict(
+        line.split(None, 1) for line in server.ctl("show", "1").stdout.splitlines()
+    )
+    assert (shown["id"], shown["pid"], shown["state"]) == ("1", str(os_pid), "running")
+    assert shown["scope"] == "s/a (shell)" and shown["exit"] == "-"
+
+    # wait exits with the process's status; 124 when its time runs out
+    late = server.ctl("wait", "1", "--timeout", "0.2", check=False)
+    assert (late.returncode, late.stdout) == (124, "")
+    assert late.stderr.startswith("procwindow ctl: Timeout: ")
+    done = server.ctl_process("wait", "2", check=False)  # the real command, once
+    assert done.returncode == 7
+    assert done.stdout.startswith("2: exited 7 (failed) after ")
+    assert server.ctl("wait", "2", check=False).returncode == 7  # at once, once exited
+    server.ctl("kill", "1")
+    assert server.ctl("ports", "1").stdout == ""
+    assert "exited 137 (killed)" in server.ctl("show", "1").stdout
+    missing = server.ctl("show", "99", check=False)
+    assert (missing.returncode, missing.stdout) == (1, "")
+    assert missing.stderr.count("\n") == 1 and "99" in missing.stderr
+
+
 def test_out_follow_until_eof(server):
     server.ctl(
         "run",

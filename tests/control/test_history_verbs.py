@@ -141,6 +141,10 @@ def test_history_lists_procs_newest_first_and_filters(server):
     assert _ids(server, "--reason", "failed") == [b]
     assert _ids(server, "--reason", "lost") == []
     assert _ids(server, "--limit", "2") == [c, b]
+    assert _ids(server, "--command", "EXIT 3") == [b]  # the line as shown, any case
+    assert _ids(server, "--command", "sh -c") == [b, a]
+    assert _ids(server, "--command", "sh -c", "--session", "s1", "--limit", "1") == [b]
+    assert _ids(server, "--command", "nothing like it") == []
     assert _ids(server, "--since", "1h") == [c, b, a]
     assert _ids(server, "--since", "@" + str(time.time() + 3600)) == []
     hour_ago = datetime.datetime.now() - datetime.timedelta(hours=1)

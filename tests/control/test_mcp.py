@@ -36,11 +36,17 @@ TOOLS = {
     "excerpt",
     "wait_for",
     "wait_ready",
+    "wait",
     "write",
+    "interrupt",
     "term",
     "kill",
+    "restart",
+    "dismiss",
     "list",
+    "history",
     "search",
+    "ports",
 }
 #: The verbs the agent tools use.
 NEW_VERBS = {"excerpt", "wait_for", "ready", "write"}
