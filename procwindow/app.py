@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{PROG}: not serving the control socket: {exc}", file=sys.stderr)
             socket_path = None
     return run_app(
-        command=args.command,
+        command=args.argv,
         workspace=workspace,
         socket_path=socket_path,
         notify=not getattr(args, "no_notify", False),

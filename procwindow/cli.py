@@ -207,13 +207,13 @@ def split_command(argv: Sequence[str]) -> tuple[list[str], list[str] | None]:
 
 
 def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
-    """Parse a command line; ``args.command`` is the list after ``--``, or None."""
+    """Parse a command line; ``args.argv`` is the command after ``--`` (a list), or None."""
     options, command = split_command(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(options)
     if command is not None and not command:
         parser.error("expected a command after '--'")
-    args.command = command
+    args.argv = command
     return args
 
 

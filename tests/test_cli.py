@@ -28,9 +28,9 @@ def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 def test_command_after_double_dash() -> None:
     args = cli.parse_args(["--", "sh", "-c", "echo -- done"])
-    assert args.command == ["sh", "-c", "echo -- done"]
+    assert args.argv == ["sh", "-c", "echo -- done"]
     assert args.subcommand is None
-    assert cli.parse_args([]).command is None
+    assert cli.parse_args([]).argv is None
 
 
 def test_double_dash_without_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -67,7 +67,7 @@ def test_window_gets_the_parsed_arguments(monkeypatch: pytest.MonkeyPatch) -> No
 
     monkeypatch.setattr(cli.importlib, "import_module", lambda name: App)
     assert cli.main(["--", "make"]) == 0
-    assert [a.command for a in seen] == [["make"]]
+    assert [a.argv for a in seen] == [["make"]]
 
 
 def test_python_dash_m() -> None:

@@ -475,7 +475,7 @@ def _shape_run(args: argparse.Namespace, fields: dict[str, Any]) -> None:
         env[name] = value
     fields["env"] = env or None
     fields["cwd"] = os.path.abspath(args.cwd) if args.cwd else None
-    fields["argv"] = None if args.shell else list(args.command or ())
+    fields["argv"] = None if args.shell else list(args.argv or ())
     if args.ready_timeout is not None and args.ready is None:
         raise ValueError("--ready-timeout needs --ready")
     if args.ready is not None:

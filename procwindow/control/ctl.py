@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     traceback: the server's errors, a server that goes away or answers nonsense,
     an unsafe socket directory.
     """
-    command = getattr(args, "command", None)
+    command = getattr(args, "argv", None)
     slot = _AFTER_DASHES.get(args.verb)
     if slot and command and getattr(args, slot) is None and len(command) == 1:
         setattr(args, slot, command[0])  # ctl search -- -PATTERN
