@@ -25,6 +25,19 @@ Reported, as medians over interleaved rounds:
 
 ratio = baseline / procwindow for CPU per command (1.0: as cheap as the
 hand-written harness, which keeps no history, no ring, no events).
+
+    python benchmarks/bench_agents.py mcp [--calls 200] [--procs 1,100,1000,4000]
+
+The MCP surface: a real ``procwindow serve`` and a real ``procwindow mcp`` on
+stdio, driven by the SDK's client, against the same call made on the control
+socket by the asyncio client (a raw call). Reported, as medians of interleaved
+calls:
+
+- the overhead of MCP: ``read`` of a proc's last 200 lines through MCP vs one
+  raw ``out`` call for the same lines (ratio = MCP / raw; the tool also looks
+  the proc up, with ``get``, for its state and the session's rules);
+- ``read`` with 1 to 4,000 procs in the server: the median at each count and
+  its ratio to the one with a single proc (flat: about 1.0).
 """
 
 from __future__ import annotations
@@ -120,7 +133,96 @@ async def baseline_round(agents: int, commands: int, lines: int):
     return await _measure(agent, agents, commands)
 
 
+async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
+    """The MCP section: see the docstring."""
+    from mcp import ClientSession, StdioServerParameters, stdio_client
+
+    from procwindow.control.aclient import AsyncClient
+
+    root = os.path.join(os.path.dirname(__file__), "..")
+    env = dict(
+        os.environ,
+        XDG_RUNTIME_DIR=tmp,
+        XDG_STATE_HOME=os.path.join(tmp, "state"),
+        PYTHONPATH=os.path.abspath(root),
+    )
+    path = os.path.join(tmp, "bench.sock")
+    serve = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "procwindow", "serve", "--socket", path, env=env
+    )
+    try:
+        while not os.path.exists(path):
+            await asyncio.sleep(0.05)
+        raw = await AsyncClient.connect(path)
+        target = await raw.call("run", session="bench", agent="a", shell="seq 1 5000")
+        await raw.call("wait", proc=target["id"])
+        params = StdioServerParameters(
+            command=sys.executable,
+            args=["-m", "procwindow", "mcp", "--socket", path, "--session", "bench"],
+            env=env,
+        )
+        with open(os.devnull, "w") as errlog:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                await session.initialize()
+                args = {"id": target["id"], "since": 4800, "limit": 200}
+
+                async def mcp_call() -> None:
+                    result = await session.call_tool("read", args)
+                    assert not result.is_error, result
+
+                async def raw_call() -> None:
+                    await raw.call("out", proc=target["id"], since=4800, limit=200)
+
+                ours, base = await _interleaved(mcp_call, raw_call, calls)
+                print(f"read of 200 lines, medians of {calls} interleaved calls")
+                print(f"  MCP {ours * 1000:.2f} ms, raw socket {base * 1000:.2f} ms,"
+                      f" ratio {ours / base:.2f}x")
+                print("read through MCP by the number of procs in the server")
+                started, first = 1, None
+                for count in counts:
+                    last = None
+                    while started < count:
+                        last = await raw.call("run", session="other", agent="a", argv=["true"])
+                        started += 1
+                    if last is not None:  # every one reaped: only their number differs
+                        await raw.call("wait", proc=last["id"])
+                        await asyncio.sleep(2)
+                    median, _ = await _interleaved(mcp_call, None, calls)
+                    first = first or median
+                    print(f"  {count:6d} procs: {median * 1000:.2f} ms,"
+                          f" ratio to 1 proc {median / first:.2f}x")
+        await raw.close()
+    finally:
+        serve.terminate()
+        await serve.wait()
+
+
+async def _interleaved(a, b, calls: int) -> tuple[float, float]:
+    """Median seconds of ``a()`` and ``b()`` (None: a alone), called in turn."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(calls):
+        for which, fn in enumerate((a, b)):
+            if fn is None:
+                continue
+            t0 = time.perf_counter()
+            await fn()
+            times[which].append(time.perf_counter() - t0)
+    return statistics.median(times[0]), statistics.median(times[1]) if times[1] else 0.0
+
+
 def main() -> int:
+    if sys.argv[1:2] == ["mcp"]:
+        ap = argparse.ArgumentParser(description="the MCP surface's costs")
+        ap.add_argument("--calls", type=int, default=200)
+        ap.add_argument("--procs", default="1,100,1000,4000")
+        args = ap.parse_args(sys.argv[2:])
+        counts = [int(n) for n in args.procs.split(",")]
+        with tempfile.TemporaryDirectory(prefix="bench-mcp-") as tmp:
+            asyncio.run(_mcp_read_costs(args.calls, counts, tmp))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--agents", type=int, default=50)
     ap.add_argument("--commands", type=int, default=10)

@@ -84,6 +84,13 @@ class AsyncClient:
         """True once the connection is closed (or was never opened)."""
         return self._writer is None
 
+    @property
+    def usable(self) -> bool:
+        """True while the connection is open at both ends, as far as this side
+        has seen: a server that closed it (it stopped) makes it False."""
+        writer, reader = self._writer, self._reader
+        return not (writer is None or reader is None or writer.is_closing() or reader.at_eof())
+
     def abort(self) -> None:
         """Drop the connection at once, without waiting (its fd is closed by the
         loop's next turn)."""

@@ -14,6 +14,7 @@ and whether ``list`` and ``search`` look beyond the agent's own processes.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
@@ -87,8 +88,10 @@ TOOL_ONLY: dict[str, dict[str, Field]] = {
 _OWN_TOOLS = ("list",)
 
 
+@functools.cache
 def tool_fields(tool: str) -> dict[str, Field]:
-    """Every argument of ``tool``, by its name there, as the tool takes it."""
+    """Every argument of ``tool``, by its name there, as the tool takes it (one
+    dict per tool, shared: not to be changed)."""
     fields: dict[str, Field] = {}
     verb = TOOLS.get(tool)
     if verb is not None:

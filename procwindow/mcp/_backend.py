@@ -1,8 +1,9 @@
 """Where the MCP tools send their requests: the control socket, and a private
 server behind it when nothing else answers there.
 
-:class:`Backend` finds (or starts) the server; :func:`tool_client` is the
-connection of one tool call, which turns every failure into the tool's error;
+:class:`Backend` finds (or starts) the server and keeps a few idle connections
+for the next calls; :func:`tool_client` is the connection of one tool call, which
+turns every failure into the tool's error;
 :class:`Scope` is the session and agent of the procs the agent starts.
 """
 
@@ -27,6 +28,9 @@ if TYPE_CHECKING:
 __all__ = ["Backend", "Scope", "tool_client"]
 
 log = logging.getLogger("procwindow.mcp")
+
+#: Idle connections kept for the next tool calls (a call that ends badly drops its own).
+_IDLE = 4
 
 
 @dataclass
@@ -56,6 +60,7 @@ class Backend:
         self._deciding = asyncio.Lock()
         self._checked = False
         self._closed = False
+        self._idle: list[AsyncClient] = []
 
     @property
     def private(self) -> bool:
@@ -63,7 +68,13 @@ class Backend:
         return self._server is not None
 
     async def connect(self) -> AsyncClient:
-        """A connection to the server; starts the private one if nothing answers."""
+        """A connection to the server: an idle one still open at both ends, or a new
+        one; starts the private server if nothing answers."""
+        while self._idle:
+            client = self._idle.pop()
+            if client.usable:
+                return client
+            client.abort()
         if not self._checked:
             await self._ensure_server()
             self._checked = True
@@ -74,6 +85,13 @@ class Backend:
                 raise
         await self._ensure_server()
         return await AsyncClient.connect(self.path)
+
+    def release(self, client: AsyncClient) -> None:
+        """A call ended well with ``client``: keep it for the next one (or drop it)."""
+        if client.usable and not self._closed and len(self._idle) < _IDLE:
+            self._idle.append(client)
+        else:
+            client.abort()
 
     async def _ensure_server(self) -> None:
         """Return once a server answers at the path: another one, or ours."""
@@ -131,6 +149,9 @@ class Backend:
     async def close(self) -> None:
         """Stop the private server, if any: its socket, then every child."""
         self._closed = True
+        for client in self._idle:
+            client.abort()
+        self._idle.clear()
         if self._starting is not None:
             with contextlib.suppress(Exception):
                 await self._starting
@@ -165,8 +186,12 @@ async def tool_client(backend: Backend) -> AsyncIterator[AsyncClient]:
 
     try:
         client = await backend.connect()
-        async with client:
+        try:
             yield client
+        except BaseException:
+            client.abort()  # cancelled, or failed: its connection may be out of step
+            raise
+        backend.release(client)
     except ServerError as exc:
         raise ToolError(_one_line(str(exc))) from None
     except (ProcwindowError, OSError) as exc:  # CannotConnect, SocketDirError…

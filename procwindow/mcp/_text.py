@@ -59,30 +59,30 @@ def format_lines(
     """
     parts: list[str] = []
     used = 0
-    shown = 0
     last: int | None = None
     for line in lines:
         entry = str(line.get("text", ""))
         if line.get("stream") == "stderr":
             entry = "[stderr] " + entry
-        if line.get("partial"):
+        partial = line.get("partial")
+        if partial:
             entry = "[partial] " + entry
         cut = line.get("cut")
         if cut:
             entry = f"[… {cut} lines missing …]\n{entry}"
-        size = byte_size(entry) + 1
+        size = (len(entry) if entry.isascii() else byte_size(entry)) + 1
         if used + size > budget:
-            if shown:
+            if parts:
                 break
             entry, lost = clip(entry, budget - 64)
             entry += f" [… {lost} more bytes of this line]"
             size = byte_size(entry) + 1
         parts.append(entry)
         used += size
-        shown += 1
         seq = line.get("seq")
         # An unterminated line comes again, complete: the cursor stays before it.
-        last = seq - 1 if line.get("partial") and isinstance(seq, int) else seq
+        last = seq - 1 if partial and isinstance(seq, int) else seq
+    shown = len(parts)
     return "\n".join(parts), shown, last
 
 

@@ -5,9 +5,11 @@ real ``procwindow serve``; the options are tried on a real ``procwindow mcp``.""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -70,8 +72,16 @@ def _text(result: CallToolResult) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
 
-def _app(server: Server, **rules: Any) -> Any:
-    return build_app(Backend(server.path), Scope("agent-s", "a"), Policy("agent-s", **rules))
+@contextlib.asynccontextmanager
+async def session(server: Server, **rules: Any) -> AsyncIterator[Client]:
+    """An MCP client of ``build_app`` in this process, of session "agent-s"."""
+    backend = Backend(server.path)
+    app = build_app(backend, Scope("agent-s", "a"), Policy("agent-s", **rules))
+    try:
+        async with Client(app) as client:
+            yield client
+    finally:
+        await backend.close()  # its idle connections
 
 
 def _human_proc(server: Server, *argv: str) -> dict[str, Any]:
@@ -88,7 +98,7 @@ def test_an_agent_session_waits_finds_failures_restarts_and_finds_old_runs(
     server: Server,
 ) -> None:
     async def scenario() -> None:
-        async with Client(_app(server)) as c:
+        async with session(server) as c:
             # a short command: run and wait in one call
             done = await tool(c, "run", command=[sys.executable, "-c", SUITE], wait=30)
             assert done["exit"]["code"] == 1 and done["exit"]["reason"] == "failed"
@@ -148,7 +158,7 @@ def test_a_session_acts_and_reads_only_its_own_unless_allowed(server: Server) ->
     human = _human_proc(server, "sh", "-c", "echo mine; sleep 60")
 
     async def scenario() -> None:
-        async with Client(_app(server)) as c:
+        async with session(server) as c:
             for name in ("term", "kill", "interrupt", "write", "restart", "dismiss"):
                 text = await refusal(c, name, id=human["id"])
                 assert text == (
@@ -166,16 +176,16 @@ def test_a_session_acts_and_reads_only_its_own_unless_allowed(server: Server) ->
                 c, "search", pattern="mine", all_sessions=True
             )
             assert (await tool(c, "search", pattern="mine"))["hits"] == []  # its own: none
-        async with Client(_app(server, read_all=True)) as c:
+        async with session(server, read_all=True) as c:
             assert (await tool(c, "read", id=human["id"]))["text"] == "mine"
             found = await tool(c, "search", pattern="mine", all_sessions=True)
             assert [h["id"] for h in found["hits"]] == [human["id"]]
             assert "(--allow-all lifts this)" in await refusal(c, "term", id=human["id"])
         assert alive(human["os_pid"])
-        async with Client(_app(server, read_only=True)) as c:
+        async with session(server, read_only=True) as c:
             text = await refusal(c, "run", command="true")
             assert text == "run: refused: this MCP server is read-only (--read-only)"
-        async with Client(_app(server, allow_all=True)) as c:
+        async with session(server, allow_all=True) as c:
             stopped = await tool(c, "term", id=human["id"])
             assert stopped["exit"]["reason"] == "terminated"
 
@@ -186,7 +196,7 @@ def test_only_allowed_commands_run_and_without_a_shell(server: Server, tmp_path:
     marker = tmp_path / "made"
 
     async def scenario() -> None:
-        async with Client(_app(server, commands=("echo *",))) as c:
+        async with session(server, commands=("echo *",)) as c:
             done = await tool(c, "run", command=f"echo hi; touch {marker}", wait=10)
             assert done["excerpt"] == f"hi; touch {marker}\n"  # one echo, no shell
             text = await refusal(c, "run", command=["touch", str(marker)])
@@ -207,7 +217,7 @@ def test_only_allowed_commands_run_and_without_a_shell(server: Server, tmp_path:
 
 def test_the_tools_describe_themselves_plainly(server: Server) -> None:
     async def scenario() -> None:
-        async with Client(_app(server)) as c:
+        async with session(server) as c:
             listed = (await c.list_tools()).tools
             for t in listed:
                 assert t.description, t.name
@@ -224,7 +234,7 @@ def test_ports_of_a_tree_and_of_a_finished_proc(server: Server) -> None:
     script = f"{sys.executable} -c \"{LISTENER}\" & wait"
 
     async def scenario() -> None:
-        async with Client(_app(server)) as c:
+        async with session(server) as c:
             started = await tool(c, "run", command=script)
             hit = await tool(c, "wait_for", id=started["id"], pattern="listening on")
             port = int(hit["line"]["text"].split()[-1])

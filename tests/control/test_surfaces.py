@@ -77,9 +77,12 @@ CASES: list[tuple[Any, dict[str, Any], tuple[str, ...] | None, tuple[str, dict[s
 
 def _mcp_error(server: Server, tool: str, arguments: dict[str, Any]) -> str:
     async def call() -> str:
-        app = build_app(Backend(server.path), Scope("s", "a"))
-        async with Client(app) as client:
-            result = await client.call_tool(tool, arguments)
+        backend = Backend(server.path)
+        try:
+            async with Client(build_app(backend, Scope("s", "a"))) as client:
+                result = await client.call_tool(tool, arguments)
+        finally:
+            await backend.close()
         assert result.is_error, result
         return "".join(getattr(part, "text", "") for part in result.content)
 
