@@ -249,10 +249,37 @@ def test_history_and_search_match(opener: Opener) -> None:
             )
             assert [p.id for p in sup.history(session="h", reason="failed")] in ([], [b.id])
             await until(lambda: [p.id for p in sup.history(session="h", reason="failed")] == [b.id])
+            await until(lambda: [p.id for p in sup.history(command="ECHO ALPHA")] == [a.id])
             hits = [(h.proc_id, h.line.text) async for h in sup.search("NEEDLE", session="h")]
             assert hits == [(b.id, "needle 2"), (a.id, "needle 1")]
             # A dismissed proc's lines are still read.
             assert [ln.text for ln in await read_all(sup, a.id)] == ["alpha", "needle 1"]
+
+    asyncio.run(scenario())
+
+
+LISTENER = py(
+    """
+    import socket, time
+    s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+    print(s.getsockname()[1], flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_ports_a_tree_listens_on(opener: Opener) -> None:
+    async def scenario() -> None:
+        async with opener() as sup:
+            p = await sup.spawn(LISTENER, session="p", agent="a")
+            await until(lambda: sup.read(p.id).lines, what="the port")
+            port = int(sup.read(p.id).lines[0].text)
+            ports = await sup.ports(p.id)
+            assert [(x.port, x.host, x.os_pid) for x in ports] == [(port, "127.0.0.1", p.os_pid)]
+            await sup.kill(p.id)
+            assert await sup.ports(p.id) == []
+            with pytest.raises(ProcNotFound):
+                await sup.ports(10**6)
 
     asyncio.run(scenario())
 

@@ -69,8 +69,15 @@ CASES: list[tuple[Any, dict[str, Any], tuple[str, ...] | None, tuple[str, dict[s
         lambda sup: sup.history(limit=0),
         {"op": "history", "limit": 0},
         ("history", "--limit", "0"),
-        None,  # no history tool
+        ("history", {"limit": 0}),
         "limit must be an integer of at least 1, got 0",
+    ),
+    (
+        lambda sup: sup.history(command=5),
+        {"op": "history", "command": 5},
+        None,  # ctl's words are strings
+        ("history", {"command": 5}),
+        "command must be a string, got 5",
     ),
 ]
 
