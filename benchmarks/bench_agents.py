@@ -178,8 +178,10 @@ async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
 
                 ours, base = await _interleaved(mcp_call, raw_call, calls)
                 print(f"read of 200 lines, medians of {calls} interleaved calls")
-                print(f"  MCP {ours * 1000:.2f} ms, raw socket {base * 1000:.2f} ms,"
-                      f" ratio {ours / base:.2f}x")
+                print(
+                    f"  MCP {ours * 1000:.2f} ms, raw socket {base * 1000:.2f} ms,"
+                    f" ratio {ours / base:.2f}x"
+                )
                 print("read through MCP by the number of procs in the server")
                 started, first = 1, None
                 for count in counts:
@@ -192,8 +194,10 @@ async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
                         await asyncio.sleep(2)
                     median, _ = await _interleaved(mcp_call, None, calls)
                     first = first or median
-                    print(f"  {count:6d} procs: {median * 1000:.2f} ms,"
-                          f" ratio to 1 proc {median / first:.2f}x")
+                    print(
+                        f"  {count:6d} procs: {median * 1000:.2f} ms,"
+                        f" ratio to 1 proc {median / first:.2f}x"
+                    )
         await raw.close()
     finally:
         serve.terminate()

@@ -153,9 +153,7 @@ def test_show_wait_and_ports(server):
     assert json.loads(server.ctl("ports", "1", "--json").stdout) == [
         {"port": port, "host": "127.0.0.1", "os_pid": os_pid}
     ]
-    shown = dict(
-        line.split(None, 1) for line in server.ctl("show", "1").stdout.splitlines()
-    )
+    shown = dict(line.split(None, 1) for line in server.ctl("show", "1").stdout.splitlines())
     assert (shown["id"], shown["pid"], shown["state"]) == ("1", str(os_pid), "running")
     assert shown["scope"] == "s/a (shell)" and shown["exit"] == "-"
 

@@ -85,9 +85,7 @@ async def session(server: Server, **rules: Any) -> AsyncIterator[Client]:
 
 
 def _human_proc(server: Server, *argv: str) -> dict[str, Any]:
-    reply = server.request(
-        {"op": "run", "session": "human", "agent": "me", "argv": list(argv)}
-    )
+    reply = server.request({"op": "run", "session": "human", "agent": "me", "argv": list(argv)})
     assert reply["ok"], reply
     result: dict[str, Any] = reply["result"]
     return result
@@ -154,6 +152,7 @@ def test_an_agent_session_waits_finds_failures_restarts_and_finds_old_runs(
     asyncio.run(scenario())
 
 
+@pytest.mark.promise("For agents: procwindow mcp: What the agent may do")
 def test_a_session_acts_and_reads_only_its_own_unless_allowed(server: Server) -> None:
     human = _human_proc(server, "sh", "-c", "echo mine; sleep 60")
 
@@ -231,7 +230,7 @@ def test_the_tools_describe_themselves_plainly(server: Server) -> None:
 
 def test_ports_of_a_tree_and_of_a_finished_proc(server: Server) -> None:
     """The ports of a grandchild count; a proc that exited listens on nothing."""
-    script = f"{sys.executable} -c \"{LISTENER}\" & wait"
+    script = f'{sys.executable} -c "{LISTENER}" & wait'
 
     async def scenario() -> None:
         async with session(server) as c:
@@ -255,7 +254,7 @@ def test_ports_of_a_tree_and_of_a_finished_proc(server: Server) -> None:
     asyncio.run(scenario())
 
 
-@pytest.mark.promise("For agents: procwindow mcp")
+@pytest.mark.promise("For agents: procwindow mcp: What the agent may do")
 def test_a_human_proc_is_safe_from_an_mcp_session_unless_allow_all(server: Server) -> None:
     """`ctl run --session human`, then a real `procwindow mcp` of another session:
     its term is refused in one line; with --allow-all it stops the proc."""
