@@ -27,13 +27,12 @@ from ._ctl_format import (
     _states_text,
     history_table,
 )
+from ._protocol import WRITE_CHUNK
 from .client import Client
 
 #: The checked fields of a verb's request (``_ctl_args.request``).
 Fields = dict[str, Any]
 
-#: Text sent per ``write`` request: well under the request limit however it is escaped.
-_WRITE_CHUNK = 128 * 1024
 
 
 def _table(client: Client, args: argparse.Namespace, fields: Fields) -> int:
@@ -171,12 +170,12 @@ def _write_pieces(args: argparse.Namespace) -> Any:
     newline unless -n), or ctl's stdin read to its end (UTF-8, checked)."""
     if args.data is not None:
         data = args.data if args.no_newline else args.data + "\n"
-        for start in range(0, len(data), _WRITE_CHUNK):
-            yield data[start : start + _WRITE_CHUNK]
+        for start in range(0, len(data), WRITE_CHUNK):
+            yield data[start : start + WRITE_CHUNK]
         return
     decoder = codecs.getincrementaldecoder("utf-8")()
     while True:
-        chunk = sys.stdin.buffer.read(_WRITE_CHUNK)
+        chunk = sys.stdin.buffer.read(WRITE_CHUNK)
         try:
             text = decoder.decode(chunk, final=not chunk)
         except UnicodeDecodeError as exc:
