@@ -34,7 +34,6 @@ from .client import Client
 Fields = dict[str, Any]
 
 
-
 def _table(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     text = client.call(args.verb, **fields)["text"]
     if args.json:

@@ -142,8 +142,11 @@ def _tool_function(
         for f in tool_fields(name).values()
     ]
     params.append(inspect.Parameter("ctx", keyword, annotation=context))
-    call.__signature__ = inspect.Signature(params, return_annotation=dict[str, Any])  # type: ignore[attr-defined]
-    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": dict[str, Any]}
+    from ._results import RESULTS  # pydantic's, as the SDK
+
+    result = RESULTS[name]  # the output schema the client is shown
+    call.__signature__ = inspect.Signature(params, return_annotation=result)  # type: ignore[attr-defined]
+    call.__annotations__ = {p.name: p.annotation for p in params} | {"return": result}
     call.__name__ = call.__qualname__ = name
     call.__doc__ = inspect.cleandoc(method.__doc__ or "")
     return call

@@ -56,7 +56,7 @@ POLITE = (
 async def tool(client: Client, name: str, **arguments: Any) -> dict[str, Any]:
     result: CallToolResult = await client.call_tool(name, arguments)
     assert not result.is_error, f"{name}: {_text(result)}"
-    assert isinstance(result.structured_content, dict)
+    assert isinstance(result.structured_content, dict), (name, result)
     return result.structured_content
 
 
@@ -224,6 +224,14 @@ def test_the_tools_describe_themselves_plainly(server: Server) -> None:
                 assert not any(line.startswith(" ") for line in lines), (t.name, lines)
             search = next(t for t in listed if t.name == "search").input_schema
             assert search["properties"]["context"]["maximum"] == 20
+            # each result is described: what a model may rely on is required
+            for t in listed:
+                assert t.output_schema and t.output_schema["properties"], t.name
+            read = next(t for t in listed if t.name == "read").output_schema
+            assert read is not None
+            assert {"text", "cursor", "more", "eof", "state", "exit"} <= set(read["required"])
+            hits = next(t for t in listed if t.name == "search").output_schema
+            assert hits is not None and "context" in hits["$defs"]["Hit"]["properties"]
 
     asyncio.run(scenario())
 
