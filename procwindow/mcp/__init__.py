@@ -18,8 +18,9 @@ on and reads its own session's processes only; ``--read-all``, ``--allow-all``,
 
 The package: ``_backend`` (the control socket and the private server behind
 it), ``_tools`` (the MCP server), ``_reading`` and ``_acting`` (its tools, on a
-``_toolbox``), ``_args`` (their arguments, from the spec), ``_policy`` (what a
-session may do), ``_text`` (bounded text for their results); this module is the
+``_toolbox``), ``_args`` (their arguments, from the spec), ``_results`` (their output
+schemas), ``_policy`` (what a session may do), ``_text`` (bounded text for their
+results), ``_stdio`` (stdin and stdout on the event loop); this module is the
 command.
 """
 
@@ -59,7 +60,8 @@ DEFAULT_MCP_SESSION = "mcp"
 #: Signals that end the MCP server (and its private server's children).
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 #: Seconds a cancelled MCP session has to finish before the process stops anyway
-#: (the SDK reads stdin in a worker thread that only the end of stdin frees).
+#: (stdin that is not a pipe is read by the SDK in a worker thread that only the
+#: end of stdin frees; a pipe is read on the loop, see ``_stdio``).
 _CANCEL_WAIT = 0.5
 #: Seconds to wait for the kill a second stop signal started.
 _KILL_WAIT = 5.0
@@ -203,8 +205,8 @@ async def _serve(backend: Backend, scope: Scope, policy: Policy) -> int:
                 loop.remove_signal_handler(sig)
     if not session.done():
         # Stopped by a signal while the SDK's worker thread still waits for a line
-        # on stdin: nothing can free it but the client. Everything of ours is
-        # closed; end the process here rather than wait for the client.
+        # on a stdin that is not a pipe: nothing can free it but the client.
+        # Everything of ours is closed; end the process here rather than wait.
         sys.stderr.flush()
         os._exit(0)
     failure = None if session.cancelled() else session.exception()

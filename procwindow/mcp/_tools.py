@@ -20,6 +20,7 @@ from ._args import arg, check_arguments, tool_fields
 from ._backend import Backend, Scope
 from ._policy import Policy
 from ._reading import LIST_CAP, Reading
+from ._stdio import pipe_streams
 from ._text import TEXT_CAP
 from ._toolbox import FALLBACK_AGENT, TOOL_NAME, Args
 
@@ -72,6 +73,18 @@ def build_app(backend: Backend, scope: Scope, policy: Policy | None = None) -> M
             except ProcwindowError as exc:
                 raise ToolError(str(exc)) from None
             return await super().call_tool(name, arguments, context)
+
+        async def run_stdio_async(self) -> None:
+            """Serve on stdin and stdout, read and written on the loop (``_stdio``)."""
+            from mcp.server.stdio import stdio_server
+
+            async with pipe_streams() as streams:
+                if streams is None:  # not pipes: the SDK's own transport
+                    await super().run_stdio_async()
+                    return
+                server = self._lowlevel_server
+                async with stdio_server(*streams) as (read, write):  # type: ignore[arg-type]
+                    await server.run(read, write, server.create_initialization_options())
 
     app = Server(
         "procwindow",

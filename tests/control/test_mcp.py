@@ -205,6 +205,9 @@ def test_private_server_end_to_end(tmp_path: Path) -> None:
                 mcp_pid = client.call("hello")["pid"]  # the private server is the MCP process
                 idx = client.call("idx", session="s1")["text"]
                 assert any(row.split("\t")[0] == str(proc) for row in idx.splitlines()[1:])
+            # stdin and stdout are read and written on its loop: no thread waits on them
+            with open(f"/proc/{mcp_pid}/status") as status:
+                assert "Threads:\t1\n" in status.read()
             # and through `procwindow ctl idx`, as a person would look
             shown = subprocess.run(
                 [sys.executable, "-m", "procwindow", "ctl", "--socket", path, "idx"],

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import socket
+import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -285,3 +287,44 @@ def test_a_human_proc_is_safe_from_an_mcp_session_unless_allow_all(server: Serve
 
     asyncio.run(scenario())
     wait_gone(os_pid)
+
+
+def test_requests_from_a_file_are_served_by_the_sdks_transport(
+    server: Server, tmp_path: Path
+) -> None:
+    """Stdin and stdout that the loop cannot watch (regular files): the SDK's own
+    stdio transport serves, and the session ends at the end of the file (pipes are
+    read on the loop: every other test)."""
+    requests = tmp_path / "requests.jsonl"
+    replies = tmp_path / "replies.jsonl"
+    messages = [
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "file", "version": "1"},
+            },
+        },
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    requests.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    env = dict(server.env)
+    with open(requests) as stdin, open(replies, "w") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "procwindow", "mcp", "--socket", server.path],
+            stdin=stdin,
+            stdout=stdout,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    # The end of the file ends the session, maybe before the last request's answer.
+    answers = {m["id"]: m for m in map(json.loads, replies.read_text().splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "procwindow"
