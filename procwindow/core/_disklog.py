@@ -12,21 +12,29 @@ is written, that spares every reader of those bytes the same checks.
 
 A cap bounds what one proc leaves on disk: the first ``cap / 4`` bytes (the
 head) stay; past the cap, the middle is cut so that at least the last
-``cap / 8`` bytes (the tail) stay. A cut moves the tail down in each file,
-drops the journal records of what was cut and writes a CUT record per stream
-in their place, carrying the bytes cut so far. No line is ever written twice.
+``cap / 8`` bytes (the tail) stay. A cut falls between whole lines: the head
+gives up its unfinished line, the tail the rest of the line it starts inside
+of (and, while that line goes on, what comes of it until its newline). In each
+file cut, a marker line takes the place of what went (``[procwindow: N lines
+(SIZE) of this output were cut here …]``, rewritten at each later cut): the
+tail moves to just after it. The journal records of what was cut are dropped;
+a CUT record per stream takes their place, its end just after the marker,
+carrying the bytes cut so far. No line is ever written twice.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import struct
 import time
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from ._errors import UnsafePath
 from ._private import open_private_file
+from ._text import format_size
 from ._types import Stream
 
 __all__ = [
@@ -144,6 +152,24 @@ class LogFile:
         """True while nothing was written (so no file was made)."""
         return not self._opened
 
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """The file open while a cut moves it, also once its stream ended (and
+        closed again after)."""
+        if self._fd is not None or not self._opened or self.error:
+            yield
+            return
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            self.fail(exc)
+            yield
+            return
+        try:
+            yield
+        finally:
+            self.close()
+
     def fail(self, exc: OSError) -> None:
         self.error = f"{self.path}: {exc.strerror or exc}"
         self.close()
@@ -177,7 +203,14 @@ class DiskLog:
         self.cut_bytes = dict.fromkeys(STREAMS, 0)
         self.cut_lines = 0
         self._head_last_seq = 0
-        self._mid = {0: False, 1: False}  # a stream's kept tail starts inside a line
+        # Per stream: a line the cut started inside of (cut whole, its end too), and
+        # whether it is still unfinished after the cut...
+        self._mid = {0: False, 1: False}
+        self._open = {0: False, 1: False}
+        # ...the lines cut, and where its marker line stands (once it has one).
+        self._cut_lines = {0: 0, 1: 0}
+        self._marker_at: dict[int, int] = {}
+        self._marker_at_done: set[int] = set()
         self._stopped = False
 
     @property
@@ -212,6 +245,8 @@ class DiskLog:
         if self._stopped:
             return
         log = self.logs[stream]
+        if self._open[0 if stream is Stream.STDOUT else 1]:
+            data, pending = self._drop_cut_line(stream, data, pending)
         if not log.write(data):
             self._stopped = True
             return
@@ -267,7 +302,8 @@ class DiskLog:
     # -- the cap ---------------------------------------------------------------
 
     def _cut(self, now: float) -> None:
-        """Cut the middle: keep the head, and the newest ``keep`` bytes of the rest."""
+        """Cut the middle: keep the head, and the newest ``keep`` bytes of the rest,
+        each part whole lines; a marker line in each cut file says what went."""
         journal = self._journal
         head = self._head_records
         assert journal is not None
@@ -285,46 +321,30 @@ class DiskLog:
             ends = {0: 0, 1: 0}  # file offsets where each stream's tail starts
             for r in records[:tail]:
                 ends[r.stream] = r.end
-            # Each read's size is its end minus the previous end of its stream.
-            prev = dict(ends)
-            size_of: list[int] = []
-            for r in records[tail:]:
-                size_of.append(r.end - prev[r.stream] if r.kind != CUT else 0)
-                prev[r.stream] = r.end
-            kept, first = 0, len(records)
-            for i in range(len(records) - 1, tail - 1, -1):
-                if kept >= self._keep:
-                    break
-                kept += size_of[i - tail]
-                first = i
+            first = self._first_kept(records, tail, ends)
             if first <= tail:
                 return  # one read bigger than the tail: nothing can go yet
-            # Where each stream's kept part starts now.
-            src = dict(ends)
-            for r in records[tail:first]:
-                src[r.stream] = r.end
-            for index, stream in enumerate(STREAMS):
-                if src[index] == ends[index]:
-                    continue  # nothing of this stream in what goes
-                last = [r for r in records[tail:first] if r.stream == index][-1]
-                self._mid[index] = last.kind == DATA and last.extra > 0
-                if not self._move(self.logs[stream], src[index], ends[index]):
-                    self._stopped = True
-                    return
-                self.cut_bytes[stream] += src[index] - ends[index]
-            seq = records[first - 1].last_seq
             out = bytearray(data[: head * RECORD.size])
-            cut = [i for i in (0, 1) if self.cut_bytes[STREAMS[i]]]
-            for index in cut:
-                tag = index | CUT << 8 | (MID if self._mid[index] else 0) << 16
-                out += RECORD.pack(now, seq, ends[index], self.cut_bytes[STREAMS[index]], tag)
-            # Lines gone: those between the head and the tail, and each line
-            # the tail starts inside of.
-            self.cut_lines = seq - self._head_last_seq + sum(self._mid[i] for i in cut)
+            moves = self._cut_files(records, head, tail, first, ends, out)
+            if moves is None:
+                self._stopped = True
+                return
+            seq = records[first - 1].last_seq
+            for index, stream in enumerate(STREAMS):
+                # Each stream ever cut has its CUT record: where its kept part starts.
+                if index in moves:
+                    start = moves[index][1]
+                elif index in self._marker_at_done:
+                    start = ends[index]  # not cut this time: as the last cut left it
+                else:
+                    continue
+                out += RECORD.pack(now, seq, start, self.cut_bytes[stream], index | CUT << 8)
+            self.cut_lines = seq - self._head_last_seq + sum(self._mid.values())
             for r in records[first:]:
-                shift = src[r.stream] - ends[r.stream]
+                src, dst = moves.get(r.stream, (0, 0))
+                end = max(r.end - (src - dst), dst)  # a torn line's last bytes went too
                 tag = r.stream | r.kind << 8 | r.flags << 16
-                out += RECORD.pack(r.time, r.last_seq, r.end - shift, r.extra, tag)
+                out += RECORD.pack(r.time, r.last_seq, end, r.extra, tag)
             os.pwrite(jfd, out, 0)
             os.ftruncate(jfd, len(out))
             os.lseek(jfd, len(out), os.SEEK_SET)
@@ -334,14 +354,181 @@ class DiskLog:
             journal.fail(exc)
             self._stopped = True
 
+    def _first_kept(self, records: list[Record], tail: int, ends: dict[int, int]) -> int:
+        """The first record of the newest ``keep`` bytes after ``tail``."""
+        prev = dict(ends)
+        size_of: list[int] = []
+        for r in records[tail:]:
+            size_of.append(r.end - prev[r.stream] if r.kind != CUT else 0)
+            prev[r.stream] = r.end
+        kept, first = 0, len(records)
+        for i in range(len(records) - 1, tail - 1, -1):
+            if kept >= self._keep:
+                break
+            kept += size_of[i - tail]
+            first = i
+        return first
+
+    def _cut_files(
+        self,
+        records: list[Record],
+        head: int,
+        tail: int,
+        first: int,
+        ends: dict[int, int],
+        out: bytearray,
+    ) -> dict[int, tuple[int, int]] | None:
+        """Cut each stream's file between its head and the records from ``first``
+        on, at line boundaries, and write its marker line in the gap: per stream
+        cut, where its kept bytes were and where they are now (None: a file
+        failed). The head's unfinished line is cut too (its record in ``out``
+        says so)."""
+        moves: dict[int, tuple[int, int]] = {}
+        for index, stream in enumerate(STREAMS):
+            mine = [k for k in range(tail, first) if records[k].stream == index]
+            if not mine:
+                continue  # nothing of this stream in what goes
+            log = self.logs[stream]
+            last = records[mine[-1]]
+            src = last.end
+            if src == ends[index] and not self._open[index]:
+                continue  # no byte of this stream goes (an end of stream, say)
+            with log.held():
+                if not self._cut_file(records, head, index, mine, src, ends[index], out, moves):
+                    return None
+        return moves
+
+    def _cut_file(
+        self,
+        records: list[Record],
+        head: int,
+        index: int,
+        mine: list[int],
+        src: int,
+        end: int,
+        out: bytearray,
+        moves: dict[int, tuple[int, int]],
+    ) -> bool:
+        """Cut stream ``index``'s file from its head (or marker) to ``src``."""
+        stream = STREAMS[index]
+        log = self.logs[stream]
+        last = records[mine[-1]]
+        # A line still open since the last cut is torn still (its bytes were dropped).
+        self._mid[index] = (last.kind == DATA and last.extra > 0) or self._open[index]
+        if self._mid[index]:  # the kept part starts inside a line: that line goes
+            src = self._after_newline(log, src)
+        # No newline yet: the rest of the line goes too, as it comes (``write``).
+        self._open[index] = self._mid[index] and src >= log.size
+        at = self._marker_at.get(index)
+        if at is None:  # the first cut: the head keeps whole lines only
+            at = self._marker_at[index] = self._trim_head(records, head, index, out)
+        old_marker = end - at if index in self._marker_at_done else 0
+        self.cut_bytes[stream] += src - at - old_marker
+        self._cut_lines[index] += sum(
+            records[k].last_seq - records[k - 1].last_seq for k in mine if k
+        )
+        marker = self._marker(index)
+        if not (self._move(log, src, at + len(marker)) and self._write_at(log, at, marker)):
+            return False
+        self._marker_at_done.add(index)
+        moves[index] = (src, at + len(marker))
+        return True
+
+    @staticmethod
+    def _move_up(log: LogFile, fd: int, src: int, dst: int) -> bool:
+        try:
+            pos = log.size
+            while pos > src:
+                n = min(_MOVE_CHUNK, pos - src)
+                chunk = os.pread(fd, n, pos - n)
+                if len(chunk) != n or os.pwrite(fd, chunk, pos - n + dst - src) != n:
+                    raise OSError(errno.EIO, "short copy while cutting a log")
+                pos -= n
+            log.size += dst - src
+            os.lseek(fd, log.size, os.SEEK_SET)
+        except OSError as exc:
+            log.fail(exc)
+            return False
+        return True
+
+    def _drop_cut_line(
+        self, stream: Stream, data: memoryview, pending: int
+    ) -> tuple[memoryview, int]:
+        """What of a read goes to the log while the line a cut started inside of
+        goes on: the bytes after its end (none while it has none), and the
+        unfinished bytes after them."""
+        nl = bytes(data).find(b"\n")
+        if nl < 0:
+            self.cut_bytes[stream] += len(data)
+            return data[:0], 0
+        self.cut_bytes[stream] += nl + 1
+        self._open[0 if stream is Stream.STDOUT else 1] = False
+        return data[nl + 1 :], pending
+
+    @staticmethod
+    def _after_newline(log: LogFile, pos: int) -> int:
+        """The offset just after the first newline of ``log`` at or after ``pos``
+        (its size when there is none)."""
+        fd = log.fd
+        while fd is not None and pos < log.size:
+            chunk = os.pread(fd, min(_MOVE_CHUNK, log.size - pos), pos)
+            if not chunk:
+                break
+            nl = chunk.find(b"\n")
+            if nl >= 0:
+                return pos + nl + 1
+            pos += len(chunk)
+        return log.size
+
+    @staticmethod
+    def _trim_head(records: list[Record], head: int, index: int, out: bytearray) -> int:
+        """Where stream ``index``'s head ends on a line boundary: its last head
+        record, without the unfinished line after it (which the cut takes; the
+        record in ``out`` is made to say so)."""
+        mine = [k for k in range(head) if records[k].stream == index]
+        if not mine:
+            return 0
+        r = records[mine[-1]]
+        if r.kind != DATA or r.extra == 0:
+            return r.end
+        tag = r.stream | r.kind << 8 | r.flags << 16
+        start = mine[-1] * RECORD.size
+        out[start : start + RECORD.size] = RECORD.pack(r.time, r.last_seq, r.end - r.extra, 0, tag)
+        return r.end - r.extra
+
+    def _marker(self, index: int) -> bytes:
+        """The line a cut leaves in stream ``index``'s file, in place of what went."""
+        lines = self._cut_lines[index] + self._mid[index]
+        size = format_size(self.cut_bytes[STREAMS[index]])
+        return (
+            f"[procwindow: {lines:,} lines ({size}) of this output were cut here"
+            f" to keep its log within log_cap]\n"
+        ).encode()
+
+    @staticmethod
+    def _write_at(log: LogFile, at: int, data: bytes) -> bool:
+        fd = log.fd
+        if fd is None:
+            return False
+        try:
+            os.pwrite(fd, data, at)
+        except OSError as exc:
+            log.fail(exc)
+            return False
+        return True
+
     @staticmethod
     def _move(log: LogFile, src: int, dst: int) -> bool:
-        """Move the bytes of ``log`` from ``src`` to its end down to ``dst``; truncate."""
+        """Move the bytes of ``log`` from ``src`` to its end to ``dst``; truncate.
+        Down, as a cut does; up (a marker line wider than what it replaces), from
+        the end back."""
         if src == dst:
             return True
         fd = log.fd
         if fd is None:
             return False
+        if dst > src:
+            return DiskLog._move_up(log, fd, src, dst)
         try:
             length = log.size - src
             done = 0

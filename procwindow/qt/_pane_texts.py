@@ -16,6 +16,8 @@ import os
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from procwindow.core import format_size
+
 __all__ = [
     "MEMORY_GAUGE_FULL",
     "NO_GAUGES",
@@ -58,6 +60,8 @@ class PaneFacts:
     filter_error: bool = False  # ... and it is not a valid regular expression
     current_match: int = -1  # the row of the current match (-1: none)
     logs: tuple[str, ...] = ()  # the log files that keep the lines, stdout's first
+    cut_lines: int = 0  # lines the disk cap cut from the middle of those logs
+    cut_bytes: int = 0  # ... and their bytes
     following: bool = True  # the view follows the tail
 
 
@@ -137,7 +141,18 @@ def _earlier_texts(facts: PaneFacts) -> tuple[str, str, str]:
     where = "the log:" if len(logs) == 1 else "the logs:"
     if not logs:
         return f"{older} are not shown here, and no log file keeps them", "", ""
-    if facts.filtered:
+    if facts.cut_lines:
+        # What is on disk: the log's head and tail, and a marker line where it was cut.
+        cut = count_text(facts.cut_lines, "line", "lines")
+        kept = (
+            f"the log keeps the first and last; log_cap cut {cut}"
+            f" ({format_size(facts.cut_bytes)}) between them (marked there):"
+        )
+        if facts.filtered:
+            notice = f"The filter sees the last {facts.lines:,}; of {older}, {kept}"
+        else:
+            notice = f"{older} are not shown here — {kept}"
+    elif facts.filtered:
         notice = f"The filter sees the last {facts.lines:,}; {older} are in {where}"
     else:
         notice = f"{older} are not shown here — in {where}"

@@ -10,6 +10,7 @@ the same names (``viewModel.lineCountText``, ``viewModel.pressLine(…)``).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
@@ -26,7 +27,7 @@ from ._pane_texts import (
 )
 from ._support import Later, constant_property, plural, qt_property
 from .controller import ProcController, StatsSampler
-from .models import OutputModel, ProcModel
+from .models import LogFacts, OutputModel, ProcModel
 from .pane import InputLine, OutputFind
 
 __all__ = ["EARLIER_TEXT_MS", "LOG_FILES_TTL", "OutputPaneModel"]
@@ -94,7 +95,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._tail = FollowState()
         self._texts = PaneTexts()
         self._stats_texts = NO_GAUGES
-        self._log_files: tuple[int, float, list[str]] = (-1, 0.0, [])  # proc, when, files
+        self._log_files = (-1, 0.0, LogFacts([]))  # proc, when, its logs
         self._earlier_timer = QTimer(self)
         self._earlier_timer.setSingleShot(True)
         self._earlier_timer.setInterval(EARLIER_TEXT_MS)
@@ -157,10 +158,16 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             filtered=bool(out.filterText),
             filter_error=bool(out.filterError),
             current_match=out.currentMatch,
-            # Looked up only when lines are not held (a stat per log file).
-            logs=tuple(self._log_files_of(out.procId)) if earlier else (),
             following=self._tail.following,
         )
+        if earlier:  # looked up only when lines are not held (a stat per log file)
+            logs = self._logs_of(out.procId)
+            facts = replace(
+                facts,
+                logs=tuple(logs.files),
+                cut_lines=logs.cut_lines,
+                cut_bytes=logs.cut_bytes,
+            )
         texts = pane_texts(facts)
         old, self._texts = self._texts, texts
         # Two notifications: under a flood the counts change every frame, the rest seldom.
@@ -174,14 +181,14 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         if not self._earlier_timer.isActive():
             self._earlier_timer.start()
 
-    def _log_files_of(self, proc_id: int) -> list[str]:
-        """``outputModel.logFiles()``, looked up at most every :data:`LOG_FILES_TTL` s."""
-        known, when, files = self._log_files
+    def _logs_of(self, proc_id: int) -> LogFacts:
+        """``outputModel.logs()``, looked up at most every :data:`LOG_FILES_TTL` s."""
+        known, when, logs = self._log_files
         now = time.monotonic()
         if known != proc_id or now - when > LOG_FILES_TTL:
-            files = self._output.logFiles()
-            self._log_files = proc_id, now, files
-        return files
+            logs = self._output.logs()
+            self._log_files = proc_id, now, logs
+        return logs
 
     emptyText = qt_property(str, lambda self: self._texts.empty, notify=textsChanged)
     """What the empty output pane says."""

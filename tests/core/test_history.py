@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from procwindow import ExitReason, InvalidPattern, ProcNotFound, ProcRunning, Stream, Supervisor
+from procwindow.core import format_size
 
 from .helpers import py, until
 
@@ -298,8 +299,23 @@ def test_cap_keeps_head_and_tail_and_counts_the_cut(run):
     on_disk = sum(f.stat().st_size for f in Path(log_dir).glob(f"{proc_id}.*"))
     assert on_disk <= cap
     assert total == 200000 * 74 + len("first line\nlast line\nerr first\nerr last\n")
-    assert cut_bytes == total - _log_bytes(log_dir, proc_id)
     assert cut_lines > 150000
+    # The cut falls between whole lines, and a marker line in the log says what went.
+    lines = (Path(log_dir) / f"{proc_id}.stdout.log").read_bytes().split(b"\n")
+    assert lines.pop() == b""
+    markers = [i for i, line in enumerate(lines) if line.startswith(b"[procwindow: ")]
+    assert len(markers) == 1
+    marker = lines.pop(markers[0])
+    assert marker.decode() == (
+        f"[procwindow: {cut_lines:,} lines ({format_size(cut_bytes)}) of this output were"
+        " cut here to keep its log within log_cap]"
+    )
+    assert lines[0] == b"first line" and lines[-1] == b"last line"
+    numbered = [int(line[5:12]) for line in lines[1:-1]]
+    assert all(line == b"line %07d %s" % (n, b"x" * 60) for n, line in zip(numbered, lines[1:-1]))
+    gaps = [b - a for a, b in itertools.pairwise(numbered) if b != a + 1]
+    assert len(gaps) == 1 and gaps[0] - 1 == cut_lines  # the marker's place: the only gap
+    assert cut_bytes == total - (_log_bytes(log_dir, proc_id) - len(marker) - 1)
 
     async def reopen():
         async with Supervisor(log_cap=cap) as sup:

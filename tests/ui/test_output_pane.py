@@ -10,14 +10,16 @@ one (real, quiet) proc instead, as fast as the pane reads them.
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
+import qasync
 from PySide6.QtCore import QPointF, Qt, QUrl
 from PySide6.QtGui import QColor, QGuiApplication, QImage
 from PySide6.QtQuick import QQuickItem, QQuickWindow
 from PySide6.QtTest import QTest
 
-from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor, runs_of
+from procwindow.core import Line, ReadBatch, RunBatch, Stream, Supervisor, format_size, runs_of
 from procwindow.qt import ProcModel, viewmodel
 from procwindow.qt.models import _frames
 from procwindow.qt.window import open_proc_window, window_model
@@ -280,6 +282,36 @@ def test_esc_clears_the_filter_then_hands_the_keys_back(sup: Supervisor, run: Ru
         assert not field.hasActiveFocus() and table.hasActiveFocus()
 
     run(scenario())
+
+
+def test_the_notice_says_what_the_disk_cap_cut_from_the_log(
+    loop: qasync.QEventLoop, tmp_path: Path, run: Run
+) -> None:
+    """A log cut by log_cap: the notice over the pane says the log keeps its first
+    and last lines and how much was cut between them (it used to say every earlier
+    line was in the log)."""
+    capped = Supervisor(log_dir=tmp_path / "capped", log_cap=64 * 1024)
+
+    async def scenario() -> None:
+        proc = await capped.spawn(["seq", "1", "250000"], session="cap", agent="a")
+        await capped.wait(proc.id)
+        await until(lambda: not capped.get(proc.id).output_open, what="all read")
+        p = capped.get(proc.id)
+        assert p.cut_lines > 0
+        window = open_proc_window(capped, "cap", "a")
+        output_model = window.property("outputModel")
+        await until(lambda: output_model.lineCount == 100_000, what="the pane full")
+        notice = await item(window, "earlierText")
+        assert notice.property("text") == (
+            "150,000 earlier lines are not shown here — the log keeps the first and last;"
+            f" log_cap cut {p.cut_lines:,} lines ({format_size(p.cut_bytes)}) between them"
+            " (marked there):"
+        )
+
+    try:
+        run(scenario())
+    finally:
+        loop.run_until_complete(capped.close())
 
 
 def test_lines_the_pane_no_longer_holds_are_named_with_their_log(

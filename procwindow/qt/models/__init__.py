@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from ._lines import FILTER_CHUNK, STRIP_AT_ONCE
 from ._proc_cells import status_tint
+from ._reading import LogFacts
 from .format import STATUS_COLORS, status_text
 from .history import HistoryModel, HistoryRole
 from .output import DEFAULT_MAX_LINES, FILTER_BUDGET, FRAME_MS, FRAME_READ_LIMIT, OutputModel
@@ -53,6 +54,7 @@ __all__ = [
     "VISIBLE_MARGIN",
     "HistoryModel",
     "HistoryRole",
+    "LogFacts",
     "OutputModel",
     "OutputRole",
     "ProcColumn",

@@ -11,16 +11,34 @@ the reader measures what a line costs to read (``line_cost``) for it.
 
 from __future__ import annotations
 
+import os
 import time
+from typing import NamedTuple
 
-from procwindow.core import Line, Proc, ProcNotFound, SupervisorAPI
+from procwindow.core import Line, Proc, ProcNotFound, ProcwindowError, Stream, SupervisorAPI
 
 from ._lines import LineBuffer
 
-__all__ = ["OutputReader"]
+__all__ = ["LogFacts", "OutputReader"]
 
 #: Lines a read must take before its time per line counts in ``line_cost``.
 _COSTED = 100
+
+
+class LogFacts(NamedTuple):
+    """A proc's log files that hold something (stdout's first), and the lines and
+    bytes the disk cap cut from their middle (each cut marked in the file)."""
+
+    files: list[str]
+    cut_lines: int = 0
+    cut_bytes: int = 0
+
+
+def _has_bytes(path: str) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:
+        return False
 
 
 class OutputReader:
@@ -103,3 +121,14 @@ class OutputReader:
         if batch.eof:  # both pipes closed and all read: nothing more will come
             self.stop()
         return got
+
+    def logs(self) -> LogFacts:
+        """The proc's :class:`LogFacts` (none for no proc, or one no longer known)."""
+        if self.proc_id < 0:
+            return LogFacts([])
+        try:
+            paths = [self._sup.log_path(self.proc_id, stream) for stream in Stream]
+            p = self._sup.get(self.proc_id)
+        except ProcwindowError:
+            return LogFacts([])
+        return LogFacts([path for path in paths if _has_bytes(path)], p.cut_lines, p.cut_bytes)

@@ -9,8 +9,6 @@ a :class:`~._frames.FrameLoop`'s. This module tells views what changed.
 
 from __future__ import annotations
 
-import os
-
 from PySide6.QtCore import (
     QAbstractListModel,
     QByteArray,
@@ -23,7 +21,7 @@ from PySide6.QtCore import (
 from PySide6.QtGui import QColor, QGuiApplication
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, Line, Proc, ProcNotFound, ProcwindowError, Stream, SupervisorAPI
+from procwindow.core import Event, Line, Proc, ProcNotFound, Stream, SupervisorAPI
 from procwindow.core.rules import scope_pattern
 
 from .. import ansi
@@ -47,7 +45,7 @@ from ._frames import (
     FrameLoop,
 )
 from ._lines import LineBuffer
-from ._reading import OutputReader
+from ._reading import LogFacts, OutputReader
 from ._render import DEFAULT_COLORS, PLAIN_TEXT, RICH_TEXT, STYLED_TEXT, LineRenderer
 from .format import time_text
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
@@ -82,13 +80,6 @@ FILTER_BUDGET = 0.005
 
 def _css(color: QColor) -> str:
     return color.name(QColor.NameFormat.HexArgb)
-
-
-def _has_bytes(path: str) -> bool:
-    try:
-        return os.stat(path).st_size > 0
-    except OSError:
-        return False
 
 
 def _color_property(key: str, notify: Signal) -> QColor:
@@ -496,13 +487,11 @@ class OutputModel(QAbstractListModel):
     @Slot(result=list)
     def logFiles(self) -> list[str]:
         """The proc's log files that hold something, stdout's first ([] for none or no proc)."""
-        if self._proc_id < 0:
-            return []
-        try:
-            paths = [self._sup.log_path(self._proc_id, stream) for stream in Stream]
-        except ProcwindowError:  # not known to this supervisor (any more)
-            return []
-        return [path for path in paths if _has_bytes(path)]
+        return self._reader.logs().files
+
+    def logs(self) -> LogFacts:
+        """The proc's log files, and what the disk cap cut from them."""
+        return self._reader.logs()
 
     @Slot(str)
     def copyToClipboard(self, text: str) -> None:
