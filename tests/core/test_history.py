@@ -312,7 +312,10 @@ def test_cap_keeps_head_and_tail_and_counts_the_cut(run):
     )
     assert lines[0] == b"first line" and lines[-1] == b"last line"
     numbered = [int(line[5:12]) for line in lines[1:-1]]
-    assert all(line == b"line %07d %s" % (n, b"x" * 60) for n, line in zip(numbered, lines[1:-1]))
+    assert all(
+        line == b"line %07d %s" % (n, b"x" * 60)
+        for n, line in zip(numbered, lines[1:-1], strict=True)
+    )
     gaps = [b - a for a, b in itertools.pairwise(numbered) if b != a + 1]
     assert len(gaps) == 1 and gaps[0] - 1 == cut_lines  # the marker's place: the only gap
     assert cut_bytes == total - (_log_bytes(log_dir, proc_id) - len(marker) - 1)
