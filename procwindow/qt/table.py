@@ -50,7 +50,7 @@ QML_IMPORT_MAJOR_VERSION = 1
 
 #: Widths of the process table's fixed columns (px). ``status`` is measured (the
 #: widest status text, see :class:`ProcTableStyle`); ``actions`` is the table's to say.
-COLUMN_WIDTHS = {"pid": 64, "runtime": 88}
+COLUMN_WIDTHS = {"id": 56, "pid": 72, "runtime": 88}
 #: The Status column's width until a font has been measured.
 DEFAULT_STATUS_WIDTH = 200.0
 #: The width of the columns that give way as the view narrows, and the narrowest
@@ -68,7 +68,15 @@ COMFORTABLE_FLEXIBLE_WIDTH = 160.0
 MIN_FLEXIBLE_WIDTH = 100.0
 #: The narrowest a person can drag each column (``status``: its measured width,
 #: so that no status elides; ``actions`` does not resize).
-MIN_COLUMN_WIDTHS = {"pid": 40, "agent": 48, "tool": 60, "runtime": 56, "cpu": 44, "memory": 48}
+MIN_COLUMN_WIDTHS = {
+    "id": 36,
+    "pid": 44,
+    "agent": 48,
+    "tool": 60,
+    "runtime": 56,
+    "cpu": 44,
+    "memory": 48,
+}
 #: Columns a person cannot resize.
 FIXED_COLUMNS = frozenset({"actions"})
 #: Columns of numbers, aligned right (their headers too).
@@ -116,16 +124,16 @@ def column_widths(
     columns set wider than their automatic width give that room back, the one
     set longest ago first; below :func:`minimum_table_width` the view scrolls.
 
-    >>> column_widths(["pid", "tool", "status", "runtime", "actions"], 1000, 154, 200)
-    [64.0, 494.0, 200.0, 88.0, 154.0]
-    >>> column_widths(["pid", "agent", "tool", "status", "runtime"], 540, 0, 200)
-    [64.0, 72.0, 116.0, 200.0, 88.0]
-    >>> column_widths(["pid", "tool", "status", "runtime"], 600, 0, 200, {"pid": 150})
-    [150.0, 162.0, 200.0, 88.0]
-    >>> column_widths(["pid", "tool", "status", "runtime"], 450, 0, 200, {"pid": 150})
-    [64.0, 100.0, 200.0, 88.0]
-    >>> column_widths(["pid", "tool", "status", "cpu", "memory"], 620, 0, 200)
-    [64.0, 160.0, 200.0, 96.0, 100.0]
+    >>> column_widths(["id", "pid", "tool", "status", "runtime", "actions"], 1000, 154, 200)
+    [56.0, 72.0, 430.0, 200.0, 88.0, 154.0]
+    >>> column_widths(["id", "pid", "agent", "tool", "status", "runtime"], 604, 0, 200)
+    [56.0, 72.0, 72.0, 116.0, 200.0, 88.0]
+    >>> column_widths(["id", "pid", "tool", "status", "runtime"], 672, 0, 200, {"id": 150})
+    [150.0, 72.0, 162.0, 200.0, 88.0]
+    >>> column_widths(["id", "pid", "tool", "status", "runtime"], 516, 0, 200, {"id": 150})
+    [56.0, 72.0, 100.0, 200.0, 88.0]
+    >>> column_widths(["id", "pid", "tool", "status", "cpu", "memory"], 692, 0, 200)
+    [56.0, 72.0, 164.0, 200.0, 96.0, 104.0]
     """
     set_by_hand = {
         name: max(float(w), _narrowest(name, status_width))
@@ -164,8 +172,10 @@ def column_widths(
 def minimum_table_width(names: list[str], actions_width: float, status_width: float) -> float:
     """The narrowest view in which every column of ``names`` fits (see :func:`column_widths`).
 
-    >>> minimum_table_width(["pid", "agent", "tool", "status", "runtime", "actions"], 154, 200)
-    678.0
+    >>> minimum_table_width(
+    ...     ["id", "pid", "agent", "tool", "status", "runtime", "actions"], 154, 200
+    ... )
+    742.0
     """
     return float(sum(_floor(name, status_width, actions_width) for name in names))
 

@@ -70,7 +70,7 @@ def test_proc_model_rows_follow_spawn_exit_and_dismiss(
         await api.spawn(SLEEP, session="other", agent="a1")
         await until(lambda: model.rowCount() == 2, what="two rows")
         assert [model.procIdAt(r) for r in range(2)] == [second.id, first.id]
-        await until(lambda: model.data(model.index(1, 3)) == "failed (3)", what="exit shown")
+        await until(lambda: model.data(model.index(1, 4)) == "failed (3)", what="exit shown")
         assert model.data(model.index(0, 0), ProcRole.TOOL) == "web_fetch"
         assert model.data(model.index(0, 0), ProcRole.STATUS) == "running"
         await api.kill(second.id)

@@ -67,7 +67,7 @@ def test_loads_the_ring_then_follows_new_lines(
         )
         await until(lambda: sup.read(p.id).lines, what="first line")
         model.procId = p.id
-        assert model.header == f"Output for PID {p.id}"
+        assert model.header == f"Output of ID {p.id} · PID {p.os_pid}"
         assert lines_of(model) == ["first"]  # loaded at once
         await sup.term(p.id)
 

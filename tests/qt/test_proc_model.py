@@ -59,6 +59,7 @@ def test_spawn_output_exit_dismiss_through_the_model_tester(
     qtmodeltester.check(model)
     assert model.rowCount() == 0
     assert model.columnNames == [
+        "id",
         "pid",
         "agent",
         "tool",
@@ -75,7 +76,7 @@ def test_spawn_output_exit_dismiss_through_the_model_tester(
         await until(lambda: model.rowCount() == 2, what="two rows")
         assert [model.procIdAt(r) for r in range(2)] == [second.id, first.id]  # newest first
         await sup.wait(first.id)
-        await until(lambda: model.data(model.index(1, 3)) == "exited (0)", what="exit shown")
+        await until(lambda: model.data(model.index(1, 4)) == "exited (0)", what="exit shown")
         await sup.kill(second.id)
         await until(lambda: model.data(model.index(0, 0), ProcRole.EXIT_REASON) == "killed")
         sup.dismiss(first.id)
@@ -109,6 +110,7 @@ def test_roles_of_a_running_and_an_exited_proc(sup: Supervisor, qrun: QRun) -> N
         assert str(values["statusColor"]).startswith("#")
         assert [model.data(model.index(0, c)) for c in range(model.columnCount())] == [
             str(p.id),
+            str(p.os_pid),  # the kernel's, under its own name
             "web_fetch",
             "running",
             "0s",
@@ -137,7 +139,8 @@ def test_unknown_roles_answer_empty_values_never_none(sup: Supervisor, qrun: QRu
     for role in (Qt.ItemDataRole.DecorationRole, Qt.ItemDataRole.FontRole, 9999):
         assert model.data(index, role) == ""
     assert model.data(QModelIndex()) == ""
-    assert model.headerData(0, Qt.Orientation.Horizontal) == "PID"
+    assert model.headerData(0, Qt.Orientation.Horizontal) == "ID"
+    assert model.headerData(1, Qt.Orientation.Horizontal) == "PID"
     assert model.headerData(99, Qt.Orientation.Horizontal) == ""
     assert model.headerData(0, Qt.Orientation.Horizontal, Qt.ItemDataRole.ToolTipRole) == ""
 
@@ -153,12 +156,12 @@ def test_session_scope_shows_every_agent_with_an_agent_column(sup: Supervisor, q
     agent = ProcModel(sup, "s1", "a2")
     assert session.rowCount() == 2
     assert session.title == "Processes - s1"
-    assert [session.data(session.index(r, 1)) for r in range(2)] == ["a2", "a1"]
-    assert session.headerData(1, Qt.Orientation.Horizontal) == "Agent"
-    assert session.data(session.index(0, 1), ProcRole.COLUMN_NAME) == "agent"
+    assert [session.data(session.index(r, 2)) for r in range(2)] == ["a2", "a1"]
+    assert session.headerData(2, Qt.Orientation.Horizontal) == "Agent"
+    assert session.data(session.index(0, 2), ProcRole.COLUMN_NAME) == "agent"
     assert agent.rowCount() == 1
     assert agent.title == "Processes - s1/a2"
-    assert agent.columnCount() == 7
+    assert agent.columnCount() == 8
     assert "agent" not in agent.columnNames
     assert agent.data(agent.index(0, 0), ProcRole.AGENT) == "a2"
 
@@ -252,7 +255,7 @@ def test_runtime_text_advances(sup: Supervisor, qrun: QRun) -> None:
     model = ProcModel(sup, "s1", "a1")
     qrun(sup.spawn(SLEEP, session="s1", agent="a1"))
     qrun(until(lambda: model.rowCount() == 1))
-    qrun(until(lambda: model.data(model.index(0, 3)) == "1s", timeout=5), timeout=10)
+    qrun(until(lambda: model.data(model.index(0, 4)) == "1s", timeout=5), timeout=10)
     assert model.data(model.index(0, 0), ProcRole.RUNTIME) >= 1.0
 
 
@@ -273,7 +276,7 @@ def test_stopping_shows_before_the_exit(tmp_path: Path, qrun: QRun) -> None:
         assert model.data(model.index(0, 0), ProcRole.CAN_KILL) is True
         await controller.wait_idle()
         await until(lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "exited")
-        assert model.data(model.index(0, 3)) == "killed (ignored SIGTERM)"
+        assert model.data(model.index(0, 4)) == "killed (ignored SIGTERM)"
         await sup.close()
 
     qrun(scenario())

@@ -55,8 +55,10 @@ def sort_value(model: ProcModel, row: int, column: str) -> object:
         return model.data(model.index(row, 0), role)
 
     match column:
-        case "pid":
+        case "id":
             return get(ProcRole.PROC_ID)
+        case "pid":
+            return get(ProcRole.OS_PID)
         case "agent":
             return str(get(ProcRole.AGENT)).casefold()
         case "tool":
@@ -265,7 +267,7 @@ def test_a_restart_takes_its_predecessors_row_in_a_sorted_table(
     model.keepPlace(a2, a)
     assert ids(model) == [a2, a, b2, b, c]
     # Descending, and back to the default order: restarts above their predecessors.
-    model.sortBy("pid", True)
+    model.sortBy("id", True)
     assert ids(model) == [a2, b2, c, b, a]
     model.sortBy("", False)
     assert ids(model) == [c, b2, b, a2, a]
@@ -273,46 +275,46 @@ def test_a_restart_takes_its_predecessors_row_in_a_sorted_table(
 
 
 def test_dragged_widths_hold_until_the_view_is_too_narrow() -> None:
-    names = ["pid", "agent", "tool", "status", "runtime", "cpu", "memory", "actions"]
+    names = ["id", "agent", "tool", "status", "runtime", "cpu", "memory", "actions"]
     auto = column_widths(names, 1200, 154, 200)
-    assert auto == [64, 104, 390, 200, 88, 96, 104, 154]
-    # PID dragged to 150: the command gives the room.
-    widths = column_widths(names, 1200, 154, 200, {"pid": 150})
+    assert auto == [56, 104, 398, 200, 88, 96, 104, 154]
+    # ID dragged to 150: the command gives the room.
+    widths = column_widths(names, 1200, 154, 200, {"id": 150})
     assert widths == [150, 104, 304, 200, 88, 96, 104, 154]
     # Narrower: the command shrinks to a comfortable width, then Mem, CPU and Agent
-    # to their narrowest, then the command to its narrowest; then PID gives its extra
+    # to their narrowest, then the command to its narrowest; then ID gives its extra
     # room back. Status, runtime and actions never shrink.
-    assert column_widths(names, 1030, 154, 200, {"pid": 150}) == [
+    assert column_widths(names, 1030, 154, 200, {"id": 150}) == [
         150, 104, 160, 200, 88, 96, 78, 154,
     ]  # fmt: skip
-    assert column_widths(names, 900, 154, 200, {"pid": 150}) == [
+    assert column_widths(names, 900, 154, 200, {"id": 150}) == [
         150, 72, 100, 200, 88, 64, 72, 154,
     ]  # fmt: skip
-    assert column_widths(names, 850, 154, 200, {"pid": 150}) == [
+    assert column_widths(names, 850, 154, 200, {"id": 150}) == [
         100, 72, 100, 200, 88, 64, 72, 154,
     ]  # fmt: skip
-    narrowest = column_widths(names, 0, 154, 200, {"pid": 150, "runtime": 300})
+    narrowest = column_widths(names, 0, 154, 200, {"id": 150, "runtime": 300})
     assert narrowest == column_widths(names, 0, 154, 200)
     # The one set longest ago gives first; a column set narrower than automatic stays.
-    widths = column_widths(names, 830, 154, 200, {"runtime": 140, "pid": 100, "cpu": 50})
+    widths = column_widths(names, 830, 154, 200, {"runtime": 140, "id": 100, "cpu": 50})
     assert widths == [94, 72, 100, 200, 88, 50, 72, 154]
     # Never narrower than its minimum; a status never narrower than its text.
-    widths = column_widths(names, 1200, 154, 200, {"pid": 1, "status": 20, "actions": 500})
-    assert widths[0] == MIN_COLUMN_WIDTHS["pid"] and widths[3] == 200 and widths[-1] == 154
+    widths = column_widths(names, 1200, 154, 200, {"id": 1, "status": 20, "actions": 500})
+    assert widths[0] == MIN_COLUMN_WIDTHS["id"] and widths[3] == 200 and widths[-1] == 154
 
 
 def test_dragging_a_column_edge(qtbot: QtBot) -> None:
     style = ProcTableStyle()
-    style.columnNames = ["pid", "tool", "status", "runtime", "cpu", "memory", "actions"]
+    style.columnNames = ["id", "tool", "status", "runtime", "cpu", "memory", "actions"]
     style.actionsWidth = 154.0
     style.viewWidth = 1000.0
     before = list(style.columnWidths)
     status = style.statusWidth
     assert [style.resizable(n) for n in style.columnNames] == [True] * 6 + [False]
-    assert style.alignRight("runtime") and style.alignRight("cpu") and not style.alignRight("pid")
+    assert style.alignRight("runtime") and style.alignRight("cpu") and not style.alignRight("id")
 
     style.beginResize(0, 500.0)
-    assert style.resizing == "pid"
+    assert style.resizing == "id"
     with qtbot.waitSignal(style.columnWidthsChanged):
         style.resizeTo(540.0)
     assert style.columnWidths[0] == before[0] + 40
@@ -326,7 +328,7 @@ def test_dragging_a_column_edge(qtbot: QtBot) -> None:
     assert sum(style.columnWidths) == pytest.approx(1000.0)
     # Back left past its minimum: it stops there.
     style.resizeTo(-5000.0)
-    assert style.columnWidths[0] == MIN_COLUMN_WIDTHS["pid"]
+    assert style.columnWidths[0] == MIN_COLUMN_WIDTHS["id"]
     style.resizeTo(600.0)
     style.endResize()
     assert style.resizing == ""
@@ -344,4 +346,4 @@ def test_dragging_a_column_edge(qtbot: QtBot) -> None:
     assert style.columnWidths[0] == before[0]
     # The minimum width the window keeps counts a session's Agent column in.
     assert style.minimumWidth == minimum_table_width([*style.columnNames, "agent"], 154, status)
-    assert style.minimumWidth == 64 + 100 + status + 88 + 64 + 72 + 154 + 72
+    assert style.minimumWidth == 56 + 100 + status + 88 + 64 + 72 + 154 + 72

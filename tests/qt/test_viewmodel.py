@@ -390,20 +390,20 @@ def test_following_the_tail(sup: Supervisor, qrun: QRun, open_window, qtbot: QtB
 
 
 def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
-    names = ["pid", "agent", "tool", "status", "runtime", "actions"]
-    assert column_widths(names, 1000, 154, 200) == [64, 104, 390, 200, 88, 154]
+    names = ["id", "agent", "tool", "status", "runtime", "actions"]
+    assert column_widths(names, 1000, 154, 200) == [56, 104, 398, 200, 88, 154]
     # Narrower, the command gives way to 160 px, then the agent to 72, then the command
     # to 100; status, runtime and actions never shrink.
-    assert column_widths(names, 770, 154, 200) == [64, 104, 160, 200, 88, 154]
-    assert column_widths(names, 740, 154, 200) == [64, 74, 160, 200, 88, 154]
-    assert column_widths(names, 700, 154, 200) == [64, 72, 122, 200, 88, 154]
-    assert column_widths(names, 500, 154, 200) == [64, 72, 100, 200, 88, 154]
+    assert column_widths(names, 762, 154, 200) == [56, 104, 160, 200, 88, 154]
+    assert column_widths(names, 732, 154, 200) == [56, 74, 160, 200, 88, 154]
+    assert column_widths(names, 692, 154, 200) == [56, 72, 122, 200, 88, 154]
+    assert column_widths(names, 500, 154, 200) == [56, 72, 100, 200, 88, 154]
     # The minimum width fits every column exactly; below it the view scrolls.
     narrowest = minimum_table_width(names, 154, 200)
-    assert narrowest == 678
+    assert narrowest == 670
     assert sum(column_widths(names, narrowest, 154, 200)) == narrowest
-    assert column_widths(names[:-1], 1000, 0, 200) == [64, 104, 544, 200, 88]
-    assert minimum_table_width(["pid", "tool", "status", "runtime"], 0, 200) == 452
+    assert column_widths(names[:-1], 1000, 0, 200) == [56, 104, 552, 200, 88]
+    assert minimum_table_width(["id", "pid", "tool", "status", "runtime"], 0, 200) == 516
 
     style = ProcTableStyle()
     changes: list[bool] = []
@@ -433,7 +433,7 @@ def test_column_widths_and_status_colours(sup: Supervisor, qrun: QRun) -> None:
         + 2
     )
     status = style.statusWidth
-    assert style.columnWidths == [64, 104, 1000 - 64 - 104 - status - 88 - 154, status, 88, 154]
+    assert style.columnWidths == [56, 104, 1000 - 56 - 104 - status - 88 - 154, status, 88, 154]
     assert style.minimumWidth == minimum_table_width(names, 154, status)
     count = len(changes)
     style.viewWidth = 1000.0  # unchanged: no relayout

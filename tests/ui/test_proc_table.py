@@ -16,7 +16,7 @@ from PySide6.QtTest import QTest
 from procwindow.core import Supervisor
 from procwindow.demo import job_argv
 from procwindow.qt import ProcModel
-from procwindow.qt.window import window_model
+from procwindow.qt.window import open_proc_window, window_model
 
 from ..tiers import first_fast
 from .conftest import MakeWorkspace, Run
@@ -108,7 +108,7 @@ def test_every_column_fits_and_every_status_reads_in_full(
 
         # The session-wide ProcWindow (an Agent column), as the issue opened it.
         window = await open_from_menu(main, "sessionNode-webapp")
-        assert model_of(window).columnNames[1] == "agent"
+        assert model_of(window).columnNames[:3] == ["id", "pid", "agent"]
         # The longest statuses: the server ignores SIGTERM, the test run failed.
         server = next(p for p in procs if p.argv == tuple(job_argv("server")))
         await until(lambda: sup.read(server.id).lines, what="the server's trap set")
@@ -283,5 +283,36 @@ def test_the_command_has_a_tooltip_and_disabled_actions_look_disabled(
         image = window.grabWindow()
         lit, dim = brightest(image, window, term), brightest(image, window, dismiss)
         assert dim < lit * 0.6, f"disabled icon lightness {dim} vs enabled {lit}"
+
+    run(scenario())
+
+
+def test_a_row_shows_procwindows_id_and_the_kernels_pid_each_under_its_name(
+    sup: Supervisor, run: Run
+) -> None:
+    """ID is procwindow's id, PID the kernel's (what ps and top show): a row can be
+    matched with them; the output pane names both."""
+
+    async def scenario() -> None:
+        first = await sup.spawn(SLEEPER, session="ids", agent="a")
+        second = await sup.spawn(SLEEPER, session="ids", agent="a")
+        window = open_proc_window(sup, "ids", "a")
+        model = model_of(window)
+        await until(lambda: model.rowCount() == 2, what="two rows")
+        assert (await item(window, "headerText-id")).property("text") == "ID"
+        assert (await item(window, "headerText-pid")).property("text") == "PID"
+        for p in (first, second):
+            assert (await item(window, f"idCell-{p.id}")).property("display") == str(p.id)
+            pid_cell = await item(window, f"pidCell-{p.id}")
+            assert pid_cell.property("display") == str(p.os_pid)
+            with open(f"/proc/{p.os_pid}/cmdline", "rb") as f:  # the kernel's own
+                assert f.read().split(b"\0")[0] == SLEEPER[0].encode()
+        window_model(window).stream(second.id)
+        header = await item(window, "outputHeader")
+        await until_equal(
+            lambda: header.property("text"),
+            f"Output of ID {second.id} · PID {second.os_pid}",
+            what="the pane's header",
+        )
 
     run(scenario())

@@ -81,22 +81,22 @@ def test_a_click_on_a_header_sorts_and_the_keys_follow_the_rows_on_screen(
         await until(lambda: model.rowCount() == 3, what="three rows")
         await settle(0.2)
         assert on_screen(window, model) == [third, second, first]
-        assert find_item(window, "sortIndicator-pid") is None
+        assert find_item(window, "sortIndicator-id") is None
 
-        await click(window, await item(window, "header-pid"))
-        assert (model.sortColumn, model.sortDescending) == ("pid", False)
-        arrow = await item(window, "sortIndicator-pid")
+        await click(window, await item(window, "header-id"))
+        assert (model.sortColumn, model.sortDescending) == ("id", False)
+        arrow = await item(window, "sortIndicator-id")
         await until_equal(lambda: arrow.property("text"), "▲", what="the ascending arrow")
         await until_equal(lambda: on_screen(window, model), [first, second, third])
 
-        await click(window, await item(window, "header-pid"))
-        assert (model.sortColumn, model.sortDescending) == ("pid", True)
+        await click(window, await item(window, "header-id"))
+        assert (model.sortColumn, model.sortDescending) == ("id", True)
         await until_equal(lambda: arrow.property("text"), "▼", what="the descending arrow")
         await until_equal(lambda: on_screen(window, model), [third, second, first])
 
-        await click(window, await item(window, "header-pid"))
+        await click(window, await item(window, "header-id"))
         assert (model.sortColumn, model.sortDescending) == ("", False)
-        await until(lambda: find_item(window, "sortIndicator-pid") is None, what="no arrow")
+        await until(lambda: find_item(window, "sortIndicator-id") is None, what="no arrow")
         # The actions column does not sort.
         await click(window, await item(window, "header-actions"))
         assert model.sortColumn == ""
@@ -173,7 +173,7 @@ def test_dragging_a_header_edge_resizes_its_column(sup: Supervisor, run: Run) ->
     async def scenario() -> None:
         first, _second, _third = await spawn_three(sup)
         window = open_proc_window(sup, "t", "a")
-        resize(window, 1000, 600)
+        resize(window, 1100, 600)
         model = model_of(window)
         await until(lambda: model.rowCount() == 3, what="three rows")
         await settle(0.3)
@@ -213,7 +213,7 @@ def test_dragging_a_header_edge_resizes_its_column(sup: Supervisor, run: Run) ->
         assert_table_fits(window, "procTable", model, "at the minimum width")
 
         # A double click on the edge: the automatic width again.
-        resize(window, 1000, 600)
+        resize(window, 1100, 600)
         await settle(0.3)
         assert width_of(window, "pid", first) > before["pid"]
         where = center(await item(window, "resizeHandle-pid"))
@@ -247,8 +247,8 @@ def test_cpu_and_memory_cells_draw_the_rows_on_screen_only(sup: Supervisor, run:
         resize(window, 900, 500)
         model = model_of(window)
         await until(lambda: model.rowCount() == 26, what="26 rows")
-        # The busy loop is the oldest (the last row): sort by PID to show it first.
-        model.sortBy("pid", False)
+        # The busy loop is the oldest (the last row): sort by id to show it first.
+        model.sortBy("id", False)
         text = await item(window, f"cpuText-{busy}")
         await until(
             lambda: text.property("text").endswith("%") and int(text.property("text")[:-1]) > 10,

@@ -249,8 +249,10 @@ class ProcCells:
         if not 0 <= column < len(self.columns):
             return ""
         match self.columns[column]:
-            case ProcColumn.PID:
+            case ProcColumn.ID:
                 return str(row.proc.id)
+            case ProcColumn.PID:
+                return str(row.proc.os_pid) if row.proc.os_pid else "–"
             case ProcColumn.AGENT:
                 return row.proc.agent
             case ProcColumn.TOOL:

@@ -437,8 +437,10 @@ class ProcRows:
 
     def _sort_value(self, r: ProcRow) -> Any:
         match self.sort_column:
-            case ProcColumn.PID:
+            case ProcColumn.ID:
                 return r.proc.id
+            case ProcColumn.PID:
+                return r.proc.os_pid or 0
             case ProcColumn.AGENT:
                 return r.proc.agent.casefold()
             case ProcColumn.TOOL:

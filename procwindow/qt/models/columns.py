@@ -16,7 +16,8 @@ __all__ = [
 class ProcColumn(enum.StrEnum):
     """The columns of the process table; the value is the ``columnName`` role."""
 
-    PID = "pid"
+    ID = "id"  # procwindow's id
+    PID = "pid"  # the kernel's
     AGENT = "agent"
     TOOL = "tool"
     STATUS = "status"
@@ -28,6 +29,7 @@ class ProcColumn(enum.StrEnum):
 
 #: The header of each column.
 COLUMN_TITLES = {
+    ProcColumn.ID: "ID",
     ProcColumn.PID: "PID",
     ProcColumn.AGENT: "Agent",
     ProcColumn.TOOL: "Tool",
@@ -39,6 +41,7 @@ COLUMN_TITLES = {
 }
 #: The columns of one agent's table.
 AGENT_COLUMNS = (
+    ProcColumn.ID,
     ProcColumn.PID,
     ProcColumn.TOOL,
     ProcColumn.STATUS,
@@ -47,7 +50,7 @@ AGENT_COLUMNS = (
     ProcColumn.MEMORY,
     ProcColumn.ACTIONS,
 )
-#: The columns of a whole session's table: an Agent column after PID.
-SESSION_COLUMNS = (ProcColumn.PID, ProcColumn.AGENT, *AGENT_COLUMNS[1:])
+#: The columns of a whole session's table: an Agent column after the ids.
+SESSION_COLUMNS = (ProcColumn.ID, ProcColumn.PID, ProcColumn.AGENT, *AGENT_COLUMNS[2:])
 #: The columns a click on the header sorts by (every one but the actions).
 SORTABLE_COLUMNS = frozenset(ProcColumn) - {ProcColumn.ACTIONS}

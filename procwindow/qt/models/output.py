@@ -260,7 +260,10 @@ class OutputModel(QAbstractListModel):
         return self._find_proc()
 
     def _get_header(self) -> str:
-        return f"Output for PID {self._proc_id}" if self._proc_id >= 0 else "Output"
+        p = self._find_proc() if self._proc_id >= 0 else None
+        if p is None:
+            return "Output" if self._proc_id < 0 else f"Output of ID {self._proc_id}"
+        return f"Output of ID {p.id} · PID {p.os_pid}"
 
     def _get_line_count(self) -> int:
         return self._buf.held_count
@@ -372,7 +375,7 @@ class OutputModel(QAbstractListModel):
     procId = qt_property(int, _get_proc_id, _set_proc_id, notify=procIdChanged)
     """The proc shown (the supervisor's id), -1 for none."""
     header = qt_property(str, _get_header, notify=headerChanged)
-    """``Output for PID N``."""
+    """``Output of ID N · PID P``: procwindow's id and the kernel's pid."""
     lineCount = qt_property(int, _get_line_count, notify=lineCountChanged)
     """Lines held (filtered or not), at most ``maxLines``."""
     matchCount = qt_property(int, _get_match_count, notify=matchCountChanged)

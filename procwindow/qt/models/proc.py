@@ -86,9 +86,10 @@ class ProcModel(QAbstractTableModel):
     """The processes of one scope, newest first: the ProcWindow's table.
 
     ``agent == ""`` shows the whole session (every agent) and adds an Agent
-    column after PID; ``session == ""`` shows nothing. Setting ``session`` or
+    column after the ids; ``session == ""`` shows nothing. Setting ``session`` or
     ``agent`` (or both at once with ``setScope``) re-scopes the model with one
-    reset. Columns (``columnNames``): ``pid``, [``agent``], ``tool``, ``status``,
+    reset. Columns (``columnNames``): ``id`` (procwindow's), ``pid`` (the
+    kernel's), [``agent``], ``tool``, ``status``,
     ``runtime``, ``cpu``, ``memory``, ``actions``. Every role is answered at every
     column; ``display`` is the text of the cell's column (empty for ``actions``)
     and ``columnName`` names the column, for a ``DelegateChooser``.

@@ -311,20 +311,24 @@ FocusScope {
             role: "columnName"
 
             DelegateChoice {
-                roleValue: "pid"
+                roleValue: "id"
                 TextCell {
-                    id: pidCell
+                    id: idCell
                     mono: true
                     textColor: Theme.text
                     // The streaming row carries an accent bar on its left edge.
                     Rectangle {
-                        visible: pidCell.isStreaming
+                        visible: idCell.isStreaming
                         x: -Theme.spacing - 4
                         width: 2
                         height: parent.height
                         color: Theme.accent
                     }
                 }
+            }
+            DelegateChoice {
+                roleValue: "pid"
+                TextCell { mono: true }
             }
             DelegateChoice {
                 roleValue: "agent"

@@ -5,7 +5,7 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Procwindow
 
-// The processes of one scope: a table (PID · Tool · Status · Runtime · Actions)
+// The processes of one scope: a table (ID · PID · Tool · Status · Runtime · Actions)
 // over a live output pane. Unpinned, it follows the main window's active scope;
 // pinned, it stays on its own. What it shows and decides is its ProcWindowModel's.
 ThemedWindow {
