@@ -7,7 +7,7 @@ import contextlib
 import enum
 import os
 import subprocess
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import psutil
 
@@ -52,6 +52,7 @@ class Child:
         "popen",
         "proc",
         "ps_cache",
+        "ps_last",
         "read_size",
         "ready_task",
         "stdin_fd",
@@ -98,6 +99,9 @@ class Child:
         self.out_pending: dict[Stream, list[int]] = {}
         #: psutil handles of the tree, kept between stats() calls for CPU %.
         self.ps_cache: dict[int, psutil.Process] = {}
+        #: The last stats() (monotonic seconds, result): callers within
+        #: STATS_MIN_INTERVAL share it (see _reports.tree_stats).
+        self.ps_last: tuple[float, Any] | None = None
         #: The write end of its stdin pipe (spawned with stdin=True), until closed.
         self.stdin_fd: int | None = None
         self.stdin_lock = asyncio.Lock()

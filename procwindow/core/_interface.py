@@ -163,8 +163,10 @@ class SupervisorAPI(Protocol):
     def stats(self, proc_id: int) -> ProcStats:
         """CPU %, RSS, I/O bytes and threads of the proc's whole live tree.
 
-        CPU % is measured since the previous call for the same processes (0.0 the
-        first time), so call it at a steady interval (the window: once a second).
+        CPU % is measured since the previous sample of the same processes (0.0
+        the first time), so call it at a steady interval (the window: once a
+        second); calls within STATS_MIN_INTERVAL (0.5 s) of a sample share it, so
+        that every caller reads one number, never a noisy few milliseconds' worth.
         Who is in the tree comes from a scan of /proc at most STATS_TREE_TTL
         seconds old (a scan of 1,000 processes takes ~0.1 s: a window sampling
         every row each second must not pay it every second); the values are

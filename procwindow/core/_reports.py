@@ -9,6 +9,7 @@ control sequence and a TSV reader always sees one row per proc.
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Iterable
 
 import psutil
@@ -18,10 +19,21 @@ from ._proc import Proc
 from ._text import escape_controls, format_runtime
 from ._types import ListeningPort, ProcStats
 
-__all__ = ["STATS_TREE_TTL", "idx_text", "top_text", "tree_ports", "tree_stats"]
+__all__ = [
+    "STATS_MIN_INTERVAL",
+    "STATS_TREE_TTL",
+    "idx_text",
+    "top_text",
+    "tree_ports",
+    "tree_stats",
+]
 
 #: How old the scan of /proc that ``stats`` finds a tree's members in may be (seconds).
 STATS_TREE_TTL = 3.0
+#: Calls of ``stats`` for one proc closer together than this (seconds) share one
+#: sample: CPU % measured over a few milliseconds is noise (0 %, then 337 %), and a
+#: table and an output pane that sample the same proc must read one number.
+STATS_MIN_INTERVAL = 0.5
 
 
 def idx_text(procs: Iterable[Proc], now_mono: float) -> str:
@@ -65,8 +77,21 @@ def top_text(procs: Iterable[Proc], now_mono: float) -> str:
 
 def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
     """CPU %, RSS, I/O bytes and threads of the child (while unreaped) and its
-    live ``descendants``. CPU % counts since the previous call for the same
-    processes: their psutil handles are kept in ``child.ps_cache``."""
+    live ``descendants``. CPU % counts since the previous sample of the same
+    processes: their psutil handles are kept in ``child.ps_cache``. A call within
+    :data:`STATS_MIN_INTERVAL` of the last sample gets that sample again (CPU
+    time is real time: no clock seam)."""
+    now = time.monotonic()
+    last = child.ps_last
+    if last is not None and 0 <= now - last[0] < STATS_MIN_INTERVAL:
+        stats: ProcStats = last[1]
+        return stats
+    stats = _sample(child, descendants)
+    child.ps_last = (now, stats)
+    return stats
+
+
+def _sample(child: Child, descendants: Iterable[int]) -> ProcStats:
     pids = list(descendants)
     if child.unreaped:
         pids.insert(0, child.os_pid)

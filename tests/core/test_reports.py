@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 
 from procwindow import Supervisor
+from procwindow.core._reports import STATS_MIN_INTERVAL
 
 from .helpers import py, until
 
@@ -112,5 +114,29 @@ def test_stats_cover_the_whole_tree(run, tmp_path):
             assert st.threads >= 3
             # Only the spinning child burns CPU: its share is counted.
             await until(lambda: sup.stats(p.id).cpu_percent > 10, what="a child's CPU counted")
+
+    run(main())
+
+
+def test_callers_close_together_share_one_sample(run, tmp_path):
+    """A table and an output pane sample the same proc at their own pace: within
+    STATS_MIN_INTERVAL they read the same sample, never CPU % measured over a few
+    milliseconds (which read 0 %, then 337 % for one shell on two cores)."""
+    spin = "while True: pass"
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(py(spin), session="s", agent="a")
+            sup.stats(p.id)  # the first sample: CPU % counts from here
+            await asyncio.sleep(STATS_MIN_INTERVAL * 1.2)
+            seen = []
+            for _ in range(30):  # two callers, 20 ms apart, for 0.6 s
+                first, second = sup.stats(p.id), sup.stats(p.id)
+                assert first == second
+                seen.append(first.cpu_percent)
+                await asyncio.sleep(0.02)
+            # One spinning thread: never more than one core's worth.
+            assert max(seen) <= 105, seen
+            assert len(set(seen)) <= 3, seen  # a new sample at most every half second
 
     run(main())
