@@ -63,6 +63,7 @@ class PaneFacts:
     cut_lines: int = 0  # lines the disk cap cut from the middle of those logs
     cut_bytes: int = 0  # ... and their bytes
     following: bool = True  # the view follows the tail
+    partial: bool = False  # an unfinished last line (a prompt, a progress bar) shows
 
 
 class PaneTexts(NamedTuple):
@@ -115,7 +116,9 @@ def _line_count_text(facts: PaneFacts) -> str:
     held, earlier = facts.lines, facts.earlier
     if not earlier:
         lines = count_text(held, "line", "lines")
-        return f"{facts.matches:,} of {lines}" if facts.filtered else lines
+        if facts.filtered:
+            return f"{facts.matches:,} of {lines}"
+        return f"{lines} + 1 unfinished" if facts.partial else lines
     if facts.filtered:
         return f"{facts.matches:,} of the last {count_text(held, 'line', 'lines')}"
     return f"last {held:,} of {count_text(earlier + held, 'line', 'lines')}"

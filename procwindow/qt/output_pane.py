@@ -114,6 +114,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             output_model.filterTextChanged,
             output_model.filterErrorChanged,
             output_model.currentMatchChanged,
+            output_model.partialChanged,
             self.followingChanged,
         ):
             signal.connect(self._update_texts)
@@ -159,6 +160,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             filter_error=bool(out.filterError),
             current_match=out.currentMatch,
             following=self._tail.following,
+            partial=bool(out.partialText),
         )
         if earlier:  # looked up only when lines are not held (a stat per log file)
             logs = self._logs_of(out.procId)

@@ -41,6 +41,12 @@ def test_a_prompt_shows_unfinished_and_the_typed_line_answers_it(sup: Supervisor
         await until(lambda: partial.property("text") == "Name?&nbsp;", what="the prompt")
         assert view.property("count") == 0
         assert (await item(window, "partialLine")).height() == 18
+        # The prompt is output: no "No output yet" beside it, and the count says so.
+        await settle(0.1)
+        empty = find_item(window, "outputEmpty")
+        assert empty is None or not empty.isVisible()
+        count = await item(window, "lineCountText")
+        assert count.property("text") == "0 lines + 1 unfinished"
         assert find_item(window, "partialCaret") is not None
         field = await item(window, "inputField")
         assert (await item(window, "inputBar")).isVisible()
@@ -50,6 +56,7 @@ def test_a_prompt_shows_unfinished_and_the_typed_line_answers_it(sup: Supervisor
         await type_text(window, "Grace Hopper")
         await key(window, Qt.Key.Key_Return)
         await until(lambda: texts(view) == ["Name? hello Grace Hopper"], what="the answer")
+        await until(lambda: count.property("text") == "1 line", what="the count of one line")
         assert field.property("text") == ""
         assert (await sup.wait(proc.id)).code == 0
         # The line is complete: no unfinished line; the proc ended: no stdin line.

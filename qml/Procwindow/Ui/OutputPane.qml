@@ -422,7 +422,7 @@ FocusScope {
             Text {
                 objectName: "outputEmpty"
                 anchors.centerIn: parent
-                visible: view.count === 0
+                visible: view.count === 0 && pane.outputModel.partialText.length === 0
                 text: pane.viewModel.emptyText
                 color: Theme.textFaint
                 font.pixelSize: Theme.fontSize
