@@ -101,7 +101,7 @@ class Child:
         self.ps_cache: dict[int, psutil.Process] = {}
         #: The last stats() (monotonic seconds, result): callers within
         #: STATS_MIN_INTERVAL share it (see _reports.tree_stats).
-        self.ps_last: tuple[float, Any] | None = None
+        self.ps_last: tuple[float, list[int], Any] | None = None
         #: The write end of its stdin pipe (spawned with stdin=True), until closed.
         self.stdin_fd: int | None = None
         self.stdin_lock = asyncio.Lock()

@@ -82,19 +82,20 @@ def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
     :data:`STATS_MIN_INTERVAL` of the last sample gets that sample again (CPU
     time is real time: no clock seam)."""
     now = time.monotonic()
-    last = child.ps_last
-    if last is not None and 0 <= now - last[0] < STATS_MIN_INTERVAL:
-        stats: ProcStats = last[1]
-        return stats
-    stats = _sample(child, descendants)
-    child.ps_last = (now, stats)
-    return stats
-
-
-def _sample(child: Child, descendants: Iterable[int]) -> ProcStats:
     pids = list(descendants)
     if child.unreaped:
         pids.insert(0, child.os_pid)
+    last = child.ps_last
+    # The same tree, sampled moments ago: that sample (a tree that changed is new).
+    if last is not None and 0 <= now - last[0] < STATS_MIN_INTERVAL and last[1] == pids:
+        stats: ProcStats = last[2]
+        return stats
+    stats = _sample(child, pids)
+    child.ps_last = (now, pids, stats)
+    return stats
+
+
+def _sample(child: Child, pids: list[int]) -> ProcStats:
     cache = child.ps_cache
     seen: dict[int, psutil.Process] = {}
     cpu = 0.0

@@ -217,6 +217,9 @@ def test_proc_model_rows_say_disconnected_while_the_link_is_down(
                 await until(lambda: model.rowCount() == 1, what="the row")
                 index = model.index(0, 0)
                 assert model.data(index, ProcRole.STATUS_TEXT) == "running"
+                cpu = model.index(0, model.columnNames.index("cpu"))
+                model.setVisibleRows(0, 0)
+                await until(lambda: model.data(cpu) != "–", what="a CPU sample shown")
                 assert model.data(index, ProcRole.CAN_TERM) is True
                 changed: list[int] = []
                 model.dataChanged.connect(lambda first, _last, _roles: changed.append(first.row()))
@@ -227,6 +230,9 @@ def test_proc_model_rows_say_disconnected_while_the_link_is_down(
                 assert model.data(index, ProcRole.STATUS_TEXT) == "disconnected"
                 assert model.data(index, ProcRole.CAN_TERM) is False
                 assert model.data(index, ProcRole.CAN_KILL) is False
+                # No stale figures: CPU and Mem read "–" while out of reach.
+                assert model.data(cpu) == "–"
+                assert model.data(index, ProcRole.STATS_LIVE) is False
                 # Back: the row reads its state again, and acts again.
                 await until(lambda: remote.connected, timeout=15, what="reconnected")
                 await until(

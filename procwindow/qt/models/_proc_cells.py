@@ -115,8 +115,11 @@ class ProcCells:
         return h.rss_now if h is not None else -1
 
     def _live_history(self, row: ProcRow) -> StatsHistory | None:
-        """The samples of a running row (None once it exited: it reads "–")."""
-        return self._sampler.history(row.proc.id) if row.exit is None else None
+        """The samples of a running row (None once it exited, or while its
+        supervisor is out of reach: it reads "–", not a stale value)."""
+        if row.exit is not None or row.proc.disconnected:
+            return None
+        return self._sampler.history(row.proc.id)
 
     # -- the words and colours of the status ---------------------------------------
 
@@ -238,7 +241,7 @@ class ProcCells:
                 h = self._sampler.history(p.id)
                 return h.rss_points() if h is not None else []
             case ProcRole.STATS_LIVE:
-                return row.exit is None and self._sampler.history(p.id) is not None
+                return self._live_history(row) is not None
             case ProcRole.SAMPLES:
                 h = self._sampler.history(p.id)
                 return h.count if h is not None else 0
