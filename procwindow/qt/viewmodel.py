@@ -192,6 +192,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._banner_error = False
         self._banner_visible = False
         self._closed = False
+        self._gone_row = -1  # the row of the current proc as it went (-1: it did not)
         self._banner_timer = QTimer(self)
         self._banner_timer.setSingleShot(True)
         self._banner_timer.timeout.connect(self.hideBanner)
@@ -208,6 +209,9 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         for model in (procs, history):
             for signal in (model.modelReset, model.rowsRemoved, model.rowsInserted):
                 signal.connect(self._settle_later.start)
+            model.rowsAboutToBeRemoved.connect(
+                lambda _parent, first, last, model=model: self._note_removal(model, first, last)
+            )
         for signal in (procs.sessionChanged, procs.agentChanged):
             signal.connect(self._update_scope_text)
             signal.connect(self._scope_history)
@@ -348,9 +352,18 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         if rows.rowOf(self._output.procId) < 0:
             self._output.procId = -1
         if rows.rowOf(self._current) < 0:
-            self.currentProcId = rows.procIdAt(0) if rows.rowCount() > 0 else -1
+            # The row that took the place of the one that went (Delete), else the first.
+            count = rows.rowCount()
+            at = min(self._gone_row, count - 1) if self._gone_row >= 0 else 0
+            self.currentProcId = rows.procIdAt(at) if count > 0 else -1
+        self._gone_row = -1
         if self._output.procId < 0 and self._current >= 0:
             self.stream(self._current)
+
+    def _note_removal(self, model: ProcModel | HistoryModel, first: int, last: int) -> None:
+        """Rows ``first..last`` of ``model`` go: where the current one stood, if it goes."""
+        if model is self._rows() and first <= model.rowOf(self._current) <= last:
+            self._gone_row = first
 
     @Slot()
     def followActiveScope(self) -> None:

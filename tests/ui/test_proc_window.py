@@ -14,7 +14,7 @@ from PySide6.QtQuick import QQuickItem, QQuickWindow
 
 from procwindow.core import ExitReason, Supervisor
 from procwindow.qt import ProcModel, ProcRole
-from procwindow.qt.window import proc_windows, window_model
+from procwindow.qt.window import open_proc_window, proc_windows, window_model
 from tests.core.helpers import alive
 
 from .conftest import MakeWorkspace, Run
@@ -454,5 +454,39 @@ def test_output_keeps_following_once_the_pane_is_full(
             bottom = view.indexAt(10.0, view.property("contentY") + view.property("height") - 6)
             assert bottom == view.property("count") - 1, (bottom, view.property("count"))
             assert view.property("following") is True
+
+    run(scenario())
+
+
+def test_after_delete_the_row_that_took_its_place_is_selected(sup: Supervisor, run: Run) -> None:
+    """Three exited rows; Delete the middle one: the row below it (now in its place)
+    is selected and streams, not the newest row at the top."""
+
+    async def scenario() -> None:
+        done = [await sup.spawn(["true"], session="del", agent="a") for _ in range(4)]
+        for p in done:
+            await sup.wait(p.id)
+        window = open_proc_window(sup, "del", "a")
+        model = model_of(window)
+        await until(lambda: model.count == 4, what="four rows")
+        newest_first = [model.procIdAt(r) for r in range(4)]
+        assert newest_first == [p.id for p in reversed(done)]
+        await click(window, await item(window, f"statusText-{newest_first[1]}"))
+        assert window_model(window).currentProcId == newest_first[1]
+        await key(window, Qt.Key.Key_Delete)
+        await until(lambda: model.count == 3, what="the row gone")
+        await until_equal(
+            lambda: window_model(window).currentProcId, newest_first[2], what="the next row"
+        )
+        await until_equal(
+            lambda: window_model(window).streamingProcId, newest_first[2], what="it streams"
+        )
+        # The last row: the one above it takes the selection.
+        await click(window, await item(window, f"statusText-{newest_first[3]}"))
+        await key(window, Qt.Key.Key_Delete)
+        await until(lambda: model.count == 2, what="the last row gone")
+        await until_equal(
+            lambda: window_model(window).currentProcId, newest_first[2], what="the row above"
+        )
 
     run(scenario())
