@@ -472,7 +472,9 @@ def test_after_delete_the_row_that_took_its_place_is_selected(sup: Supervisor, r
         newest_first = [model.procIdAt(r) for r in range(4)]
         assert newest_first == [p.id for p in reversed(done)]
         await click(window, await item(window, f"statusText-{newest_first[1]}"))
-        assert window_model(window).currentProcId == newest_first[1]
+        await until_equal(
+            lambda: window_model(window).currentProcId, newest_first[1], what="the second row"
+        )
         await key(window, Qt.Key.Key_Delete)
         await until(lambda: model.count == 3, what="the row gone")
         await until_equal(
@@ -482,7 +484,11 @@ def test_after_delete_the_row_that_took_its_place_is_selected(sup: Supervisor, r
             lambda: window_model(window).streamingProcId, newest_first[2], what="it streams"
         )
         # The last row: the one above it takes the selection.
+        await settle(0.3)  # the rows laid out again, one fewer
         await click(window, await item(window, f"statusText-{newest_first[3]}"))
+        await until_equal(
+            lambda: window_model(window).currentProcId, newest_first[3], what="the last row"
+        )
         await key(window, Qt.Key.Key_Delete)
         await until(lambda: model.count == 2, what="the last row gone")
         await until_equal(
