@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF
 from PySide6.QtQuick import QQuickWindow
 
 from procwindow._attach import Attachments
@@ -145,6 +146,11 @@ def test_the_attach_dialog_reaches_a_server_or_says_why_not(
             await until(lambda: button.isVisible(), what="the Attach button")
             await click(main, button)
             field = await item(main, "attachTargetField")  # the dialog is open
+            # Its placeholder reads in full in the field.
+            font = field.property("font")
+            hint = QFontMetricsF(font).horizontalAdvance(field.property("placeholderText"))
+            room = field.width() - field.property("leftPadding") - field.property("rightPadding")
+            assert hint <= room, (hint, room)
 
             def dialog_open() -> bool:
                 return find_item(main, "attachTargetField") is not None

@@ -92,7 +92,7 @@ Dialog {
             objectName: "attachTargetField"
             faulty: dialog.form.error.length > 0
             enabled: !dialog.form.busy
-            placeholderText: qsTr("a name here, a socket path, or ssh://[user@]host[:port][/NAME]")
+            placeholderText: qsTr("NAME, /path/of.sock or ssh://[user@]host[:port][/NAME]")
             font.family: Theme.monoFamily
             font.pixelSize: Theme.monoFontSize + 1
             onTextEdited: dialog.form.edited()
