@@ -327,7 +327,9 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     @Slot(int)
     def moveSelection(self, delta: int) -> None:
-        """Move the current proc ``delta`` rows (clamped); from nowhere, to the first row."""
+        """Move the current proc ``delta`` rows (clamped); from nowhere, to the first row.
+        In History, the run moved to shows its output at once (a past run is read,
+        not acted on: nothing to confirm with Enter)."""
         rows = self._rows()
         count = rows.rowCount()
         if count == 0:
@@ -335,7 +337,11 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         row = rows.rowOf(self._current)
         target = 0 if row < 0 else max(0, min(count - 1, row + delta))
         self.currentProcId = rows.procIdAt(target)
-        (self.revealHistoryRow if self._show_history else self.revealRow).emit(target)
+        if self._show_history:
+            self.revealHistoryRow.emit(target)
+            self.stream(self._current)
+        else:
+            self.revealRow.emit(target)
 
     @Slot()
     def settleSelection(self) -> None:

@@ -95,9 +95,11 @@ def test_history_view_lists_past_runs_greyed_and_streams_them_from_disk(
         assert row_texts(output, range(2)) == ["line 1", "line 2"]
         assert vm.currentProcId == old_id  # the selection stays on a past run
 
-        # Up/Down move among the runs; Ctrl+H goes back to the live table.
+        # Up/Down move among the runs and show each at once; Ctrl+H goes back.
         await key(window, Qt.Key.Key_Up)
-        assert vm.currentProcId == history.procIdAt(history.rowOf(old_id) - 1)
+        above = history.procIdAt(history.rowOf(old_id) - 1)
+        assert vm.currentProcId == above
+        await until_equal(lambda: output.procId, above, what="the run above shown")
         await click(window, await item(window, "historyButton"))
         assert not vm.showHistory
         await item(window, "procTable")

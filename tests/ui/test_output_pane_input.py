@@ -151,3 +151,26 @@ def test_the_run_dialog_starts_a_command_with_its_stdin_open(sup: Supervisor, ru
         assert (await sup.wait(cat)).code == 0
 
     run(scenario())
+
+
+def test_up_and_down_in_the_stdin_line_leave_the_table_alone(sup: Supervisor, run: Run) -> None:
+    async def scenario() -> None:
+        await sup.spawn(["sleep", "30"], session="keys", agent="a")
+        cat = await sup.spawn(["cat"], session="keys", agent="a", stdin=True)
+        window = open_proc_window(sup, "keys", "a")
+        vm = window_model(window)
+        await until(lambda: vm.streamingProcId == cat.id, what="cat streamed (the newest)")
+        field = await item(window, "inputField")
+        await click(window, field)
+        assert field.hasActiveFocus()
+        for k in (Qt.Key.Key_Down, Qt.Key.Key_Up, Qt.Key.Key_Down):
+            await key(window, k)
+        await settle(0.1)
+        assert vm.currentProcId == cat.id and vm.streamingProcId == cat.id
+        # Out of the field, Down moves the row again.
+        (await item(window, "procTable")).forceActiveFocus()
+        assert not field.hasActiveFocus()
+        await key(window, Qt.Key.Key_Down)
+        await until(lambda: vm.currentProcId != cat.id, what="the row below")
+
+    run(scenario())

@@ -43,8 +43,9 @@ ThemedWindow {
 
     // -- keyboard ----------------------------------------------------------------------
 
-    Shortcut { sequence: "Up"; onActivated: root.viewModel.moveSelection(-1) }
-    Shortcut { sequence: "Down"; onActivated: root.viewModel.moveSelection(1) }
+    // Up and Down move the row, except in the stdin line (a shell's history is not ours).
+    Shortcut { sequence: "Up"; enabled: !output.inputFocused; onActivated: root.viewModel.moveSelection(-1) }
+    Shortcut { sequence: "Down"; enabled: !output.inputFocused; onActivated: root.viewModel.moveSelection(1) }
     Shortcut { sequences: ["Return", "Enter"]; onActivated: root.viewModel.stream(root.viewModel.currentProcId) }
     Shortcut { sequence: "Delete"; onActivated: root.viewModel.dismissCurrent() }
     Shortcut { sequence: "Ctrl+T"; onActivated: root.viewModel.termCurrent() }
