@@ -166,6 +166,7 @@ class History:
         self._db: sqlite3.Connection | None = None
         self._run_id: int | None = None
         self._ids_fd: int | None = None
+        self._ids_floor = 0  # the last id given, when the counter could not be written
         self._kept: list[tuple[str, tuple[Any, ...]]] = []
         self._seen = 0.0
         #: The connection's busy timeout now (ms): set only when it changes.
@@ -294,9 +295,16 @@ class History:
         try:
             raw = os.pread(fd, 32, 0)
             stripped = raw.strip()
-            new = (int(stripped) if stripped.isdigit() else 0) + 1
+            new = max(int(stripped) if stripped.isdigit() else 0, self._ids_floor) + 1
             yield new
-            self._write_counter(fd, new, len(raw))
+            try:
+                self._write_counter(fd, new, len(raw))
+            except OSError as exc:
+                # A full or failing disk: the spawn goes on, and so does capture;
+                # history is off, and ids stay unique here from memory.
+                self._ids_floor = new
+                if self._db is not None:
+                    self._disable(exc)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
 
