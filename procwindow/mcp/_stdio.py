@@ -19,30 +19,67 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
-__all__ = ["LineReader", "PipeWriter", "pipe_streams"]
+__all__ = ["LineReader", "PipeWriter", "pipe_streams", "refusal"]
 
 #: The longest line read (one JSON-RPC message): past any message a client sends.
 _LINE_LIMIT = 1 << 30
 
 
 class LineReader:
-    """The lines of stdin, as text (what ``async for line in stdin`` gives the SDK)."""
+    """The lines of stdin, as text (what ``async for line in stdin`` gives the SDK).
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+    A line the SDK would drop without a word (not JSON; a request whose params are
+    not an object) is answered here with its JSON-RPC error through ``reply``:
+    every request gets an answer.
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, reply: Callable[[bytes], None]) -> None:
         self._reader = reader
+        self._reply = reply
 
     def __aiter__(self) -> LineReader:
         return self
 
     async def __anext__(self) -> str:
-        line = await self._reader.readline()
-        if not line:
-            raise StopAsyncIteration
-        return line.decode("utf-8", "replace")
+        while True:
+            line = await self._reader.readline()
+            if not line:
+                raise StopAsyncIteration
+            error = refusal(line)
+            if error is None:
+                return line.decode("utf-8", "replace")
+            self._reply(error)
+
+
+def refusal(line: bytes) -> bytes | None:
+    """The JSON-RPC error that answers ``line`` when the SDK would not (None: the
+    SDK answers it): -32700 for a line that is not JSON, -32600 for one that is not
+    an object, -32602 for a request whose params are not an object."""
+    if not line.strip():
+        return None
+    try:
+        message = json.loads(line)
+    except ValueError as exc:
+        return _error(None, -32700, f"not JSON: {exc}")
+    if not isinstance(message, dict):
+        return _error(None, -32600, "a message is a JSON object")
+    params = message.get("params")
+    # A request (with an id; a notification gets no answer) whose params are no object.
+    if "method" in message and "id" in message and not isinstance(params, dict | None):
+        return _error(message.get("id"), -32602, "params must be an object")
+    return None
+
+
+def _error(message_id: object, code: int, text: str) -> bytes:
+    if not isinstance(message_id, str | int) or isinstance(message_id, bool):
+        message_id = None
+    body = {"jsonrpc": "2.0", "id": message_id, "error": {"code": code, "message": text}}
+    return (json.dumps(body) + "\n").encode()
 
 
 class _Flow(asyncio.Protocol):
@@ -122,7 +159,7 @@ async def pipe_streams() -> AsyncIterator[tuple[LineReader, PipeWriter] | None]:
         transports.append(read_transport)
         write_transport, flow = await loop.connect_write_pipe(_Flow, files[1])
         transports.append(write_transport)
-        yield LineReader(reader), PipeWriter(write_transport, flow)
+        yield LineReader(reader, write_transport.write), PipeWriter(write_transport, flow)
     finally:
         for transport in transports:
             transport.close()

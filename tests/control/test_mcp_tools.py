@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import select
 import socket
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from ..tiers import scaled
 from .conftest import Server
 from .test_mcp import alive, call, call_error, mcp_session, wait_gone
 
@@ -328,3 +330,65 @@ def test_requests_from_a_file_are_served_by_the_sdks_transport(
     # The end of the file ends the session, maybe before the last request's answer.
     answers = {m["id"]: m for m in map(json.loads, replies.read_text().splitlines())}
     assert answers[1]["result"]["serverInfo"]["name"] == "procwindow"
+
+
+def test_every_request_gets_an_answer_even_a_malformed_one(server: Server) -> None:
+    """The SDK drops a request whose params are not an object, and a line that is
+    not JSON, without a word: the client would wait forever. Each gets its
+    JSON-RPC error, and the session goes on."""
+    env = dict(server.env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "procwindow", "mcp", "--socket", server.path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: object) -> None:
+        assert proc.stdin is not None
+        line = message if isinstance(message, bytes) else json.dumps(message).encode()
+        proc.stdin.write(line + b"\n")
+        proc.stdin.flush()
+
+    def answer() -> dict[str, Any]:
+        assert proc.stdout is not None
+        ready, _, _ = select.select([proc.stdout], [], [], scaled(15))
+        assert ready, "no answer"
+        line = proc.stdout.readline()
+        assert line, "no answer"
+        reply: dict[str, Any] = json.loads(line)
+        return reply
+
+    try:
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "1"},
+                },
+            }
+        )
+        assert answer()["id"] == 1
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": "not-an-object"})
+        assert answer() == {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "error": {"code": -32602, "message": "params must be an object"},
+        }
+        send(b"this is not JSON")
+        refused = answer()
+        assert (refused["id"], refused["error"]["code"]) == (None, -32700)
+        send({"jsonrpc": "2.0", "id": 8, "method": "tools/list"})
+        listed = answer()
+        assert listed["id"] == 8 and "ports" in {t["name"] for t in listed["result"]["tools"]}
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=30) == 0
+        proc.stdout.close()
