@@ -94,6 +94,8 @@ _OPEN_BUSY_MS = 5000
 #: Readers in this process always see every write (a query commits what is
 #: kept first); other processes see an exit within COMMIT_DELAY.
 COMMIT_DELAY = 0.1
+#: Seconds between tries of writes another process's lock held back.
+RETRY_DELAY = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,14 +343,24 @@ class History:
             return
         self._kept.append((sql, params))
         if self.later is None or at_once:
-            self.flush(_BUSY_MS)
-        elif not self._flush_pending:
+            if not self.flush(_BUSY_MS):
+                self._flush_later(RETRY_DELAY)
+        else:
+            self._flush_later(COMMIT_DELAY)
+
+    def _flush_later(self, delay: float) -> None:
+        """Flush what is kept in ``delay`` seconds (once: a flush already planned
+        stands)."""
+        if self.later is not None and not self._flush_pending:
             self._flush_pending = True
-            self.later(COMMIT_DELAY, self._flush_soon)
+            self.later(delay, self._flush_soon)
 
     def _flush_soon(self) -> None:
         self._flush_pending = False
-        self.flush(_BUSY_MS)
+        if not self.flush(_BUSY_MS):
+            # Locked by another process: try again on a timer, not only at the
+            # next write (an idle supervisor would keep them until it closes).
+            self._flush_later(RETRY_DELAY)
 
     def flush(self, busy_ms: int = _BUSY_MS) -> bool:
         """Write what was kept; False if the database is still locked."""

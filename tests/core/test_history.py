@@ -573,6 +573,41 @@ def test_a_locked_database_never_stops_supervision(run, tmp_path):
     run(main())
 
 
+def test_writes_a_lock_held_back_reach_the_disk_once_it_is_free_while_idle(run, tmp_path):
+    """Exits recorded while another process holds history.db are retried on a
+    timer: after the lock is gone, an idle supervisor writes them within about a
+    second, not at its next event (a crash meanwhile would lose them)."""
+    state = tmp_path / "state"
+
+    def on_disk() -> set[int]:
+        reader = sqlite3.connect(state / "history.db", isolation_level=None)
+        try:
+            rows = reader.execute("SELECT id FROM procs WHERE ended_at IS NOT NULL")
+            return {row[0] for row in rows}
+        finally:
+            reader.close()
+
+    async def main():
+        async with Supervisor(state_dir=state) as sup:
+            locker = sqlite3.connect(state / "history.db", isolation_level=None)
+            try:
+                locker.execute("BEGIN EXCLUSIVE")
+                ids = []
+                for _ in range(4):
+                    p = await sup.spawn(["true"], session="s", agent="a")
+                    ids.append(p.id)
+                for proc_id in ids:
+                    await _finish(sup, proc_id)
+                await asyncio.sleep(0.3)  # the writes tried, and held back
+            finally:
+                locker.execute("ROLLBACK")
+                locker.close()
+            # Idle from here on: no spawn, no exit, no query of this supervisor's.
+            await until(lambda: set(ids) <= on_disk(), what="the held-back exits on disk")
+
+    run(main())
+
+
 def test_a_database_locked_for_a_moment_at_start_is_waited_for(run, tmp_path):
     """Another supervisor holding the lock as this one opens (making the
     schema, writing) costs a wait at start, not this supervisor's history."""
