@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol
 from ._match import LineMatch, line_matcher
 from ._ready import Ready, check_timeout
 from ._reaper import own_child
+from ._spawn import MARKER_KEY
 from ._types import ExitInfo, Line, ReadBatch, Stream
 
 if TYPE_CHECKING:
@@ -75,7 +76,7 @@ async def run_check(ready: Ready, child: Child) -> bool:
     """Poll a port or command check until it passes (True) or the proc exits
     (False). Line checks are ``wait_for``'s job."""
     while child.proc.exit is None:
-        if await probe(ready):
+        if await probe(ready, child.marker):
             return True
         exit_fut = asyncio.shield(child.exit_fut)
         with contextlib.suppress(TimeoutError):
@@ -83,12 +84,14 @@ async def run_check(ready: Ready, child: Child) -> bool:
     return False
 
 
-async def probe(ready: Ready) -> bool:
-    """One look at a port or command check: True if it passes now."""
+async def probe(ready: Ready, marker: bytes = b"") -> bool:
+    """One look at a port or command check: True if it passes now. A command
+    carries ``marker`` (its proc's): whatever it leaves running is a member of
+    the proc's tree, stopped with it, never an orphan."""
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     assert ready.command is not None
-    return await _command_ok(ready.command, ready.cwd)
+    return await _command_ok(ready.command, ready.cwd, marker)
 
 
 async def _port_open(host: str, port: int, timeout: float) -> bool:
@@ -102,12 +105,16 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
     return True
 
 
-def _start_check(argv: Sequence[str], cwd: str | None) -> subprocess.Popen[bytes] | None:
+def _start_check(
+    argv: Sequence[str], cwd: str | None, marker: bytes
+) -> subprocess.Popen[bytes] | None:
     """Start a check command (Popen's vfork fast path: a moment); None if it cannot."""
+    env = {**os.environb, MARKER_KEY: marker} if marker else None
     try:
         check = subprocess.Popen(
             list(argv),
             cwd=cwd,
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
@@ -125,13 +132,13 @@ def _ignore() -> None:
     """The orphan reaper's owner of a check command: its status is ours to take."""
 
 
-async def _command_ok(argv: Sequence[str], cwd: str | None = None) -> bool:
+async def _command_ok(argv: Sequence[str], cwd: str | None = None, marker: bytes = b"") -> bool:
     """Run a check command in a group of its own; True if it exits 0 within
     CHECK_COMMAND_TIMEOUT. Its exit is seen through a pidfd (no thread, no
     child watcher), and it is killed with its group when it overruns or the
     check is cancelled."""
     loop = asyncio.get_running_loop()
-    check = _start_check(argv, cwd)
+    check = _start_check(argv, cwd, marker)
     if check is None:
         return False
     pidfd: int | None = None

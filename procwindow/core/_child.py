@@ -43,6 +43,7 @@ class Child:
         "exit_fut",
         "exit_waiters",
         "final_seq",
+        "marker",
         "max_read",
         "open_streams",
         "out_pending",
@@ -78,6 +79,8 @@ class Child:
     ) -> None:
         self.proc = proc
         self.popen = popen
+        #: Its marker variable's value (``Spawned.marker``), for its check commands.
+        self.marker = b""
         #: Open until the child is reaped: while it is, its pid cannot be reused.
         self.pidfd: int | None = pidfd
         self.stream_fds = stream_fds

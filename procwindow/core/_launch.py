@@ -131,6 +131,7 @@ class Launcher:
             self._loop.create_future(),
         )
         child.stdin_fd = started.stdin
+        child.marker = spawned.marker
         self._children[proc.id] = child
         self._archive.started(proc)
         pid = proc.os_pid

@@ -27,6 +27,8 @@ class Probed(Protocol):
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc: ...
 
+    def _check_marker(self, proc_id: int) -> bytes: ...
+
     async def wait_for(
         self,
         proc_id: int,
@@ -71,7 +73,8 @@ async def probe_liveness(
                 return  # it exited: the driver takes it from there
         else:
             try:
-                ok = await asyncio.wait_for(probe(live.check), live.timeout)
+                marker = sup._check_marker(proc.id)
+                ok = await asyncio.wait_for(probe(live.check, marker), live.timeout)
             except TimeoutError:
                 ok = False
         if proc.exit is not None:

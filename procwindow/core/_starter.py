@@ -34,6 +34,8 @@ class Spawned(NamedTuple):
     proc_id: int
     disk: DiskLog
     started: _spawn.Started
+    #: The value of the marker variable its tree carries (its checks get it too).
+    marker: bytes
 
 
 class Starter:
@@ -182,7 +184,7 @@ class Starter:
             with self._archive.reserve_id(wait=wait) as proc_id:
                 if proc_id is None:
                     return None
-                env[_spawn.MARKER_KEY] = f"{self._token}:{proc_id}".encode()
+                marker = env[_spawn.MARKER_KEY] = f"{self._token}:{proc_id}".encode()
                 disk = self._archive.prepare(proc_id)
                 try:
                     started = _spawn.start(
@@ -200,7 +202,7 @@ class Starter:
                 own_child_pending(started.popen.pid)
         finally:
             SPAWNING.release()
-        return Spawned(proc_id, disk, started)
+        return Spawned(proc_id, disk, started, marker)
 
 
 def _discard(spawned: Spawned) -> None:

@@ -91,10 +91,8 @@ class Supervisor(SupervisorAPI):
     at 1 and the default log directory is removed. Every directory must be ours
     and writable by nobody else (UnsafePath otherwise).
 
-    Memory: each proc's ring holds at most ``ring_lines`` lines and
-    ``ring_bytes`` bytes, and all rings together ``ring_budget`` bytes; past
-    that, finished procs give theirs back first, then the biggest rings
-    shrink. Lines that leave a ring are read back from the log files.
+    Memory: rings of ``ring_lines`` lines and ``ring_bytes`` bytes per proc,
+    ``ring_budget`` bytes in all (README, "Memory is bounded").
 
     ``subreaper=True`` is for a process that belongs to the supervisor (as
     ``procwindow serve`` and the window do): it becomes the child subreaper
@@ -211,7 +209,7 @@ class Supervisor(SupervisorAPI):
 
     def add_listener(self, callback: Callable[[str], None]) -> Callable[[], None]:
         del callback
-        return _nothing
+        return lambda: None  # an in-process supervisor's link never changes
 
     @property
     def history_error(self) -> str | None:
@@ -331,6 +329,11 @@ class Supervisor(SupervisorAPI):
 
     def _child(self, proc_id: int) -> Child:
         return self._reads.child(proc_id)
+
+    def _check_marker(self, proc_id: int) -> bytes:
+        """What a proc's check commands carry: its marker (see ``_agent.probe``)."""
+        child = self._reads.live(proc_id)
+        return child.marker if child is not None else b""
 
     def _procs(self) -> _agent.Procs:
         """What the agent layer needs of us: our procs, live or past."""
@@ -592,7 +595,3 @@ class Supervisor(SupervisorAPI):
         run = self._run
         tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
         return child, list(tree or ())
-
-
-def _nothing() -> None:
-    """What removing a listener of an in-process supervisor does."""
