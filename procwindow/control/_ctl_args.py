@@ -117,7 +117,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help="the server's socket (default: $PROCWINDOW_SOCKET, else the socket of --name)",
     )
     parser.add_argument(
-        "--name", default=DEFAULT_SERVER_NAME, help="the server's name (default: %(default)s)"
+        "--name",
+        help=f"the server's name (default: {DEFAULT_SERVER_NAME!r}; for 'up FILE', the"
+        " workspace's name)",
     )
     parser.add_argument("--json", action="store_true", help="print JSON for programs")
     verbs = parser.add_subparsers(

@@ -34,8 +34,9 @@ from ._ctl_args import EXIT_HELP as EXIT_HELP
 from ._ctl_args import VERBS as VERBS
 from ._ctl_format import history_table as history_table
 from ._ctl_verbs import _VERBS, _NotText
-from ._sockdir import SocketDirError, check_name, default_socket_path
+from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .client import CannotConnect, Client, ServerError
+from .workspace import load_workspace
 
 __all__ = [
     "EXIT_CONNECT",
@@ -77,6 +78,14 @@ def run(args: argparse.Namespace) -> int:
         args.name = args.server
     path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
     if not path:
+        if args.name is None and args.verb == "up":
+            # The workspace's own server, as 'procwindow serve FILE' names it.
+            try:
+                args.name = load_workspace(fields["path"]).name  # type: ignore[arg-type]
+            except ProcwindowError as exc:
+                print(f"procwindow ctl: {exc}", file=sys.stderr)
+                return EXIT_SERVER
+        args.name = args.name or DEFAULT_SERVER_NAME
         try:
             check_name(args.name)
         except SocketDirError as exc:

@@ -296,3 +296,50 @@ def test_a_second_signal_during_an_ordered_stop_kills_at_once(tmp_path):
     finally:
         assert stop_server(srv) == 0
     assert time.monotonic() - started < scaled(20)
+
+
+def test_up_file_goes_to_the_server_of_the_files_name(tmp_path):
+    """`serve` names its socket after the workspace (`name = "demo1"`); `ctl up FILE`
+    without --name goes there too (it went to 'default' and could not connect)."""
+    env, runtime = isolated_env(tmp_path)
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "procwindow", "serve", "--name", "demo1"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        sock = runtime / "procwindow" / "demo1.sock"
+        deadline = time.monotonic() + scaled(30)
+        while not sock.exists():
+            assert time.monotonic() < deadline and serve.poll() is None, "serve did not start"
+            time.sleep(0.05)
+        ws_file = tmp_path / "demo1.toml"
+        ws_file.write_text('name = "demo1"\n' + HEAD + command("hi", "print('hi')"))
+        done = subprocess.run(
+            [sys.executable, "-m", "procwindow", "ctl", "up", str(ws_file)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "hi" in done.stdout
+        # A broken file is refused here, in one line, before any server is asked.
+        bad = tmp_path / "bad.toml"
+        bad.write_text("name = [\n")
+        refused = subprocess.run(
+            [sys.executable, "-m", "procwindow", "ctl", "up", str(bad)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
+        assert str(bad) in refused.stderr and "Traceback" not in refused.stderr
+    finally:
+        serve.terminate()
+        assert serve.wait(timeout=30) == 0, serve.stderr.read() if serve.stderr else ""
+        if serve.stderr:
+            serve.stderr.close()
