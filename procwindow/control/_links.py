@@ -433,6 +433,11 @@ class SshLink:
         if status == _SSH_FAILED:
             return SshFailed(f"ssh {host} failed: {line or 'exit status 255'}")
         if status == _NOT_FOUND:
+            if "/" in self.remote_procwindow:  # a path: the shell looked nowhere else
+                return RemoteNotInstalled(
+                    f"{host} has no {self.remote_procwindow!r}"
+                    f" ({line or 'no such file'}); check the path given to --remote-procwindow"
+                )
             return RemoteNotInstalled(
                 f"{host} has no {self.remote_procwindow!r} on the PATH of ssh's shell"
                 f" ({line or 'command not found'}); give its path with --remote-procwindow"

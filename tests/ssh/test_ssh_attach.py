@@ -173,6 +173,9 @@ def test_failures_are_one_line(sshd: Sshd, server: Server, tmp_path: Path) -> No
             assert "\n" not in str(caught.value)
         assert "nobody" in str(no_server.value)
         assert "no-procwindow-here" in str(not_installed.value)
+        # A path: no word of a PATH it was never looked for on.
+        assert "PATH" not in str(not_installed.value)
+        assert "check the path given to --remote-procwindow" in str(not_installed.value)
         assert "refused" in str(ssh_failed.value).lower()
 
     asyncio.run(scenario())
