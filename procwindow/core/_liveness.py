@@ -91,7 +91,9 @@ async def probe_liveness(
 
 async def _heartbeat(sup: Probed, proc: Proc, live: Liveness, cursor: int) -> int:
     """Wait (at most a period) for a line that matches after ``cursor``; return
-    the cursor past it (before it, for a partial line)."""
+    the cursor of the next look: past every line so far (one beat is enough for a
+    period, and beats faster than the period must not pile up for the next ones,
+    which would find a hang hours late)."""
     check = live.check
     assert check.line is not None
     line = await sup.wait_for(
@@ -102,4 +104,4 @@ async def _heartbeat(sup: Probed, proc: Proc, live: Liveness, cursor: int) -> in
         since=cursor,
         timeout=live.period,
     )
-    return line.seq - 1 if line.partial else line.seq
+    return max(line.seq - 1 if line.partial else line.seq, proc.last_seq)

@@ -428,6 +428,44 @@ def test_a_heartbeat_that_stops_fails_the_command(run, tmp_path):
     run(main())
 
 
+def test_beats_faster_than_the_period_do_not_hide_a_hang(run, tmp_path):
+    """Beats every 0.05 s for 2 s, then none: each period needs one beat since the
+    last look, so the hang is found within a few periods of the last beat, not
+    after every beat has been consumed one period at a time (40 periods)."""
+    beats = py(
+        """
+        import time
+        for _ in range(40):
+            print("beat", flush=True)
+            time.sleep(0.05)
+        print("last", flush=True)
+        time.sleep(60)
+        """
+    )
+    period = 0.4
+    heart = Command(
+        "s",
+        "a",
+        tuple(beats),
+        name="heart",
+        liveness=Liveness(Ready(line="^beat$"), period=period, failures=2),
+    )
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            started = await Workspace([heart]).start(sup)
+            await until(lambda: started.state("heart").proc_id is not None, 10)
+            proc_id = started.state("heart").proc_id
+            await sup.wait_for(proc_id, "^last$", timeout=30)
+            last_beat = time.monotonic()
+            await until(lambda: started.state("heart").phase is Phase.FAILED, 30)
+            found_after = time.monotonic() - last_beat
+            # Consumed one beat a period, 40 beats would last 16 s.
+            assert found_after < scaled(6 * period + 2), found_after
+
+    run(main())
+
+
 # -- shutdown ----------------------------------------------------------------------------
 
 
