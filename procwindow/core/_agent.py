@@ -76,7 +76,7 @@ async def run_check(ready: Ready, child: Child) -> bool:
     """Poll a port or command check until it passes (True) or the proc exits
     (False). Line checks are ``wait_for``'s job."""
     while child.proc.exit is None:
-        if await probe(ready, child.marker):
+        if await probe(ready, check_context(child)):
             return True
         exit_fut = asyncio.shield(child.exit_fut)
         with contextlib.suppress(TimeoutError):
@@ -84,14 +84,33 @@ async def run_check(ready: Ready, child: Child) -> bool:
     return False
 
 
-async def probe(ready: Ready, marker: bytes = b"") -> bool:
+class CheckContext(NamedTuple):
+    """Where a proc's check command runs: in the proc's directory and environment
+    (its ``env`` overrides: a check may need ``PGPASSWORD`` too), carrying the
+    proc's marker (whatever it leaves running is a member of the proc's tree,
+    stopped with it, never an orphan)."""
+
+    marker: bytes = b""
+    env: dict[str, str | None] | None = None
+    cwd: str | None = None
+
+
+#: The context of a check of no proc: the supervisor's directory and environment.
+NO_CONTEXT = CheckContext()
+
+
+def check_context(child: Child) -> CheckContext:
+    """The :class:`CheckContext` of ``child``'s checks."""
+    return CheckContext(child.marker, child.proc.env, child.proc.cwd)
+
+
+async def probe(ready: Ready, context: CheckContext = NO_CONTEXT) -> bool:
     """One look at a port or command check: True if it passes now. A command
-    carries ``marker`` (its proc's): whatever it leaves running is a member of
-    the proc's tree, stopped with it, never an orphan."""
+    runs in ``context`` (its own ``cwd`` first)."""
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     assert ready.command is not None
-    return await _command_ok(ready.command, ready.cwd, marker)
+    return await _command_ok(ready.command, ready.cwd or context.cwd, context)
 
 
 async def _port_open(host: str, port: int, timeout: float) -> bool:
@@ -106,10 +125,19 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
 
 
 def _start_check(
-    argv: Sequence[str], cwd: str | None, marker: bytes
+    argv: Sequence[str], cwd: str | None, context: CheckContext
 ) -> subprocess.Popen[bytes] | None:
     """Start a check command (Popen's vfork fast path: a moment); None if it cannot."""
-    env = {**os.environb, MARKER_KEY: marker} if marker else None
+    env: dict[bytes, bytes] | None = None
+    if context.marker or context.env:
+        env = dict(os.environb)
+        for name, value in (context.env or {}).items():
+            if value is None:
+                env.pop(os.fsencode(name), None)
+            else:
+                env[os.fsencode(name)] = os.fsencode(value)
+        if context.marker:
+            env[MARKER_KEY] = context.marker
     try:
         check = subprocess.Popen(
             list(argv),
@@ -132,13 +160,15 @@ def _ignore() -> None:
     """The orphan reaper's owner of a check command: its status is ours to take."""
 
 
-async def _command_ok(argv: Sequence[str], cwd: str | None = None, marker: bytes = b"") -> bool:
+async def _command_ok(
+    argv: Sequence[str], cwd: str | None = None, context: CheckContext = NO_CONTEXT
+) -> bool:
     """Run a check command in a group of its own; True if it exits 0 within
     CHECK_COMMAND_TIMEOUT. Its exit is seen through a pidfd (no thread, no
     child watcher), and it is killed with its group when it overruns or the
     check is cancelled."""
     loop = asyncio.get_running_loop()
-    check = _start_check(argv, cwd, marker)
+    check = _start_check(argv, cwd, context)
     if check is None:
         return False
     pidfd: int | None = None

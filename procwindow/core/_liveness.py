@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable
 from typing import Protocol
 
-from ._agent import probe
+from ._agent import CheckContext, probe
 from ._command import Liveness
 from ._errors import NoMatch, NotReady, ProcNotFound
 from ._proc import Proc
@@ -27,7 +27,7 @@ class Probed(Protocol):
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc: ...
 
-    def _check_marker(self, proc_id: int) -> bytes: ...
+    def _check_context(self, proc_id: int) -> CheckContext: ...
 
     async def wait_for(
         self,
@@ -73,8 +73,8 @@ async def probe_liveness(
                 return  # it exited: the driver takes it from there
         else:
             try:
-                marker = sup._check_marker(proc.id)
-                ok = await asyncio.wait_for(probe(live.check, marker), live.timeout)
+                context = sup._check_context(proc.id)
+                ok = await asyncio.wait_for(probe(live.check, context), live.timeout)
             except TimeoutError:
                 ok = False
         if proc.exit is not None:

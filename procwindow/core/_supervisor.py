@@ -330,10 +330,10 @@ class Supervisor(SupervisorAPI):
     def _child(self, proc_id: int) -> Child:
         return self._reads.child(proc_id)
 
-    def _check_marker(self, proc_id: int) -> bytes:
-        """What a proc's check commands carry: its marker (see ``_agent.probe``)."""
+    def _check_context(self, proc_id: int) -> _agent.CheckContext:
+        """Where a proc's check commands run (see ``_agent.probe``)."""
         child = self._reads.live(proc_id)
-        return child.marker if child is not None else b""
+        return _agent.check_context(child) if child is not None else _agent.NO_CONTEXT
 
     def _procs(self) -> _agent.Procs:
         """What the agent layer needs of us: our procs, live or past."""

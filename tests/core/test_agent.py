@@ -473,6 +473,34 @@ def test_ready_by_line_and_by_command(run, tmp_path):
     run(main())
 
 
+def test_a_check_command_runs_in_the_procs_directory_and_environment(run, tmp_path):
+    """A readiness check that needs the proc's PGPASSWORD and its directory passes:
+    it runs with the proc's env overrides and cwd (it had the supervisor's)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "marker-file").write_text("here")
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path / "logs") as sup:
+            p = await sup.spawn(
+                SLEEPER,
+                session="s",
+                agent="a",
+                cwd=str(work),
+                env={"PGPASSWORD": "secret", "HOME": None},
+                ready={
+                    "shell": 'test "$PGPASSWORD" = secret && test -e marker-file'
+                    ' && test -z "${HOME+set}"',
+                    "interval": 0.05,
+                    "timeout": 10,
+                },
+            )
+            await sup.wait_ready(p.id, timeout=15)
+            assert p.ready
+
+    run(main())
+
+
 @pytest.mark.promise("Workspaces: ready")
 def test_not_ready_when_it_exits_first_or_the_check_gives_up(run, tmp_path):
     async def main():
