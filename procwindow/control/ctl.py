@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
             except ProcwindowError as exc:
                 print(f"procwindow ctl: {exc}", file=sys.stderr)
                 return EXIT_SERVER
-        args.name = args.name or DEFAULT_SERVER_NAME
+        if args.name is None:
+            args.name = DEFAULT_SERVER_NAME
         try:
             check_name(args.name)
         except SocketDirError as exc:

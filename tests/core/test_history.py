@@ -148,11 +148,16 @@ def test_two_supervisors_share_a_state_dir_with_unique_ids(tmp_path):
     state = tmp_path / "state"
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", script, str(state), name], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", script, str(state), name],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name in ("one", "two")
     ]
-    outs = [p.communicate(timeout=120)[0] for p in procs]
+    done = [p.communicate(timeout=120) for p in procs]
+    outs = [out for out, _ in done]
+    assert [err for _, err in done] == ["", ""]  # no write lost, nothing else said
     assert [p.returncode for p in procs] == [0, 0]
     ids = [int(x) for out in outs for x in out.split()]
     assert len(ids) == 80
