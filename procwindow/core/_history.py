@@ -18,18 +18,18 @@ with ``error`` set, and supervision goes on.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import shlex
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import _linux
+from ._ids import IdCounter
 from ._private import open_private_file, private_dir
 
 __all__ = ["History", "HistoryRow"]
@@ -167,8 +167,7 @@ class History:
         self._token = token
         self._db: sqlite3.Connection | None = None
         self._run_id: int | None = None
-        self._ids_fd: int | None = None
-        self._ids_floor = 0  # the last id given, when the counter could not be written
+        self._ids: IdCounter | None = None
         self._kept: list[tuple[str, tuple[Any, ...]]] = []
         self._seen = 0.0
         #: The connection's busy timeout now (ms): set only when it changes.
@@ -179,9 +178,7 @@ class History:
         self.later: Callable[[float, Callable[[], None]], object] | None = None
         self._flush_pending = False
         private_dir(state_dir, what="state directory")
-        self._ids_fd = open_private_file(
-            os.path.join(state_dir, "ids"), what="id counter", readable=True, keep=True
-        )
+        self._ids = IdCounter(state_dir)
         try:
             self._open()
         except sqlite3.Error as exc:
@@ -223,7 +220,8 @@ class History:
         self._mark_dead_runs()
         row = db.execute("SELECT max(id) FROM procs").fetchone()
         if row and row[0]:
-            self._raise_counter(int(row[0]))
+            assert self._ids is not None
+            self._ids.raise_to(int(row[0]))
         db.execute(f"PRAGMA busy_timeout = {_BUSY_MS}")
 
     def _connect(self) -> sqlite3.Connection:
@@ -281,58 +279,16 @@ class History:
 
     # -- ids -------------------------------------------------------------------------
 
-    @contextlib.contextmanager
-    def reserve_id(self, *, wait: bool = True) -> Iterator[int | None]:
-        """A proc id no supervisor of this state directory has used: taken for
-        good only if the block succeeds (a spawn that fails leaves no gap).
-        Other supervisors wait for the block (a spawn: about a millisecond);
-        with ``wait=False`` the block gets None instead while one holds it."""
-        fd = self._ids_fd
-        assert fd is not None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield None
-            return
-        try:
-            raw = os.pread(fd, 32, 0)
-            stripped = raw.strip()
-            new = max(int(stripped) if stripped.isdigit() else 0, self._ids_floor) + 1
-            yield new
-            try:
-                self._write_counter(fd, new, len(raw))
-            except OSError as exc:
-                # A full or failing disk: the spawn goes on, and so does capture;
-                # history is off, and ids stay unique here from memory.
-                self._ids_floor = new
-                if self._db is not None:
-                    self._disable(exc)
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+    def reserve_id(self, *, wait: bool = True) -> contextlib.AbstractContextManager[int | None]:
+        """A proc id no supervisor of this state directory has used (see
+        :meth:`IdCounter.reserve`); a counter that cannot be written turns
+        history off."""
+        assert self._ids is not None
+        return self._ids.reserve(wait=wait, on_error=self._counter_failed)
 
-    def _raise_counter(self, at_least: int) -> None:
-        fd = self._ids_fd
-        assert fd is not None
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            raw = os.pread(fd, 32, 0)
-            stripped = raw.strip()
-            current = int(stripped) if stripped.isdigit() else 0
-            if current < at_least:
-                self._write_counter(fd, at_least, len(raw))
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-    @staticmethod
-    def _write_counter(fd: int, value: int, old_size: int) -> None:
-        """Write ``value`` over a counter file of ``old_size`` bytes (as read,
-        up to 32). A counter only grows, so the file is cut only when it held
-        something longer (a damaged counter): a truncate per spawn costs a
-        metadata write."""
-        data = f"{value}\n".encode()
-        os.pwrite(fd, data, 0)
-        if old_size > len(data):
-            os.ftruncate(fd, len(data))
+    def _counter_failed(self, exc: OSError) -> None:
+        if self._db is not None:
+            self._disable(exc)
 
     # -- writing ---------------------------------------------------------------------
 
@@ -596,9 +552,9 @@ class History:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
-        if self._ids_fd is not None:
-            os.close(self._ids_fd)
-            self._ids_fd = None
+        if self._ids is not None:
+            self._ids.close()
+            self._ids = None
 
 
 def _command_line(argv: str) -> str:
