@@ -352,3 +352,31 @@ def test_screenshot_of_the_stats_columns_sorted_by_cpu(
         assert_table_fits(window, "procTable", model, f"stats at {size}", scrolled=scrolled)
 
     run(scenario())
+
+
+def test_a_sort_arrow_never_cuts_a_column_title(sup: Supervisor, run: Run) -> None:
+    """Sorted by any column, at the window's narrowest, each title reads in full
+    beside its arrow ("RUNTI… ▲" was cut)."""
+
+    async def scenario() -> None:
+        await sup.spawn(SLEEPER, session="arrows", agent="a")
+        await sup.spawn(SLEEPER, session="arrows", agent="b")
+        window = open_proc_window(sup, "arrows", "")  # the session: an Agent column too
+        model = model_of(window)
+        await until(lambda: model.rowCount() == 2, what="two rows")
+        resize(window, 0, 0)  # its minimum width: every column at its narrowest
+        await settle(0.3)
+        for column in [c for c in model.columnNames if c != "actions"]:
+            for descending in (False, True):
+                model.sortBy(column, descending)
+                arrow = await item(window, f"sortIndicator-{column}")
+                await until(lambda arrow=arrow: arrow.isVisible(), what=f"{column}'s arrow")
+                await settle(0.05)
+                title = await item(window, f"headerText-{column}")
+                assert not title.property("truncated"), (column, title.width())
+        model.sortBy("runtime", False)
+        await settle(0.2)
+        _path, image = save_screenshot(window, "procwindow-sorted-narrowest")
+        assert_not_blank("procwindow-sorted-narrowest", image)
+
+    run(scenario())

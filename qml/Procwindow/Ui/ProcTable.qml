@@ -101,19 +101,25 @@ FocusScope {
                 onTapped: table.procModel.cycleSort(headerCell.key)
             }
 
+            // The sort arrow never cuts the title: a number column's goes to the left of
+            // its title (which stays over the numbers), another's may reach into the
+            // right margin.
             Item {
+                id: headerRoom
                 anchors.fill: parent
-                anchors.leftMargin: headerCell.key === "actions" ? Theme.spacing + 2 : Theme.spacing + 4
-                anchors.rightMargin: Theme.spacing
+                anchors.leftMargin: headerCell.key === "actions" ? Theme.spacing + 2
+                                  : headerCell.alignRight ? 2 : Theme.spacing + 4
+                anchors.rightMargin: headerCell.alignRight ? Theme.spacing : 4
 
                 Row {
                     x: headerCell.alignRight ? parent.width - width : 0
                     height: parent.height
                     spacing: 3
+                    layoutDirection: headerCell.alignRight ? Qt.RightToLeft : Qt.LeftToRight
                     Text {
                         objectName: "headerText-" + headerCell.key
                         height: parent.height
-                        width: Math.min(implicitWidth, headerCell.width - 2 * Theme.spacing - 4 - (sortArrow.visible ? sortArrow.width + 3 : 0))
+                        width: Math.min(implicitWidth, headerRoom.width - (sortArrow.visible ? sortArrow.width + 3 : 0))
                         verticalAlignment: Text.AlignVCenter
                         text: headerCell.display
                         color: headerCell.sorted ? Theme.text : Theme.textDim
