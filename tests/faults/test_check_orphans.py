@@ -13,7 +13,13 @@ from ..tiers import scaled
 
 def test_what_a_readiness_command_leaves_running_stops_with_serve(tmp_path: Path) -> None:
     pid_file = tmp_path / "escapee.pid"
-    check = f"setsid sleep 300 </dev/null >/dev/null 2>&1 & echo $! > {pid_file}"
+    # Told once the escapee runs in a session of its own (before, the check's group
+    # kill could still reach it).
+    check = (
+        "setsid sleep 300 </dev/null >/dev/null 2>&1 & p=$!;"
+        ' while [ "$(cut -d" " -f6 /proc/$p/stat)" != "$p" ]; do sleep 0.01; done;'
+        f" echo $p > {pid_file}"
+    )
     server = start_server(tmp_path)
     try:
         server.ctl(
