@@ -108,7 +108,12 @@ class _StreamVerbs:
                 sent += len(step.lines)
                 dropped += step.dropped
                 at_end = end is not None and reader.cursor >= end
-                if step.done or at_end or (limit is not None and sent >= limit):
+                if limit is not None and sent >= limit and not step.done and not at_end:
+                    # As one read() leaves it: past the other stream's lines that
+                    # follow, up to the next line kept, wherever the reads were cut.
+                    dropped += reader.skip_others(end)
+                    break
+                if step.done or at_end:
                     break
                 await asyncio.sleep(0)  # capture and other clients go first
             if partial:
@@ -302,6 +307,22 @@ class _LineReader:
         self.eof = whole and batch.eof
         step.done = not whole or batch.eof or not batch.lines
         return step
+
+    def skip_others(self, upto: int | None) -> int:
+        """Move the cursor past the lines of the other stream that come next (none
+        without a stream filter), up to the next line kept; the lines missing on
+        the way."""
+        dropped = 0
+        while self.stream is not None:
+            batch = self.sup.read(self.proc_id, self.cursor, limit=self._per_read)
+            for line in batch.lines:
+                if line.stream is self.stream or (upto is not None and line.seq > upto):
+                    return dropped
+                dropped += self._skip_to(line.seq - 1)
+                self.cursor = line.seq
+            if batch.eof or not batch.lines:
+                return dropped
+        return dropped
 
     def lose(self, upto: int | None) -> int:
         """The proc is gone: the lines up to ``upto`` are missing; how many."""
