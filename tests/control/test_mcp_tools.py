@@ -72,6 +72,20 @@ async def refusal(client: Client, name: str, **arguments: Any) -> str:
     return text.removeprefix(f"Error executing tool {name}: ")  # the SDK's words
 
 
+def initialize(client: str) -> dict[str, Any]:
+    """The JSON-RPC request that opens an MCP session (id 1), for raw clients."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "1"},
+        },
+    }
+
+
 def _text(result: CallToolResult) -> str:
     return "".join(getattr(part, "text", "") for part in result.content)
 
@@ -300,16 +314,7 @@ def test_requests_from_a_file_are_served_by_the_sdks_transport(
     requests = tmp_path / "requests.jsonl"
     replies = tmp_path / "replies.jsonl"
     messages = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "file", "version": "1"},
-            },
-        },
+        initialize("file"),
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
@@ -362,18 +367,7 @@ def test_every_request_gets_an_answer_even_a_malformed_one(server: Server) -> No
         return reply
 
     try:
-        send(
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "raw", "version": "1"},
-                },
-            }
-        )
+        send(initialize("raw"))
         assert answer()["id"] == 1
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         send({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": "not-an-object"})

@@ -317,25 +317,23 @@ def test_up_file_goes_to_the_server_of_the_files_name(tmp_path):
             time.sleep(0.05)
         ws_file = tmp_path / "demo1.toml"
         ws_file.write_text('name = "demo1"\n' + HEAD + command("hi", "print('hi')"))
-        done = subprocess.run(
-            [sys.executable, "-m", "procwindow", "ctl", "up", str(ws_file)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
+
+        def up(path: Path) -> subprocess.CompletedProcess[str]:
+            return subprocess.run(
+                [sys.executable, "-m", "procwindow", "ctl", "up", str(path)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+            )
+
+        done = up(ws_file)
         assert done.returncode == 0, done.stderr
         assert "hi" in done.stdout
         # A broken file is refused here, in one line, before any server is asked.
         bad = tmp_path / "bad.toml"
         bad.write_text("name = [\n")
-        refused = subprocess.run(
-            [sys.executable, "-m", "procwindow", "ctl", "up", str(bad)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-        )
+        refused = up(bad)
         assert refused.returncode == 1 and refused.stderr.count("\n") == 1, refused.stderr
         assert str(bad) in refused.stderr and "Traceback" not in refused.stderr
     finally:

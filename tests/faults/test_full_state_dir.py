@@ -5,7 +5,6 @@ other history failure, and ids stay unique."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,27 +13,13 @@ import pytest
 from procwindow import Supervisor
 
 from ..core.helpers import until
-from .test_watchdog_faults import _fill
+from .test_watchdog_faults import _fill, tmpfs
 
 
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 1 MiB tmpfs (room for a history database, then filled), unmounted afterwards;
-    the test is skipped without mount rights."""
-    where = tmp_path / "fs"
-    where.mkdir()
-    try:
-        subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(where)],
-            check=True,
-            capture_output=True,
-        )
-    except (OSError, subprocess.CalledProcessError) as exc:
-        pytest.skip(f"cannot mount a tmpfs here: {exc}")
-    try:
-        yield where
-    finally:
-        subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
+    """A 1 MiB tmpfs: room for a history database, then filled."""
+    yield from tmpfs(tmp_path, "1m")
 
 
 def test_a_full_state_dir_at_the_first_spawn_keeps_capture_going(small_disk: Path) -> None:

@@ -433,14 +433,14 @@ def test_abandon_continues_a_stopped_watchdog_so_it_kills_what_is_left():
 # -- the state file: a full disk ---------------------------------------------
 
 
-@pytest.fixture
-def tiny_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 64 KiB tmpfs, unmounted afterwards; the test is skipped without mount rights."""
+def tmpfs(tmp_path: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (``64k``, ``1m``) under ``tmp_path`` while the generator
+    runs, unmounted afterwards; the test is skipped without mount rights."""
     where = tmp_path / "fs"
     where.mkdir()
     try:
         subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(where)],
+            ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)],
             check=True,
             capture_output=True,
         )
@@ -450,6 +450,12 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False, capture_output=True)
+
+
+@pytest.fixture
+def tiny_disk(tmp_path: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs."""
+    yield from tmpfs(tmp_path, "64k")
 
 
 def _fill(disk: Path, name: str) -> None:
