@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import spec
+from ..core import InvalidPattern, Regex, spec
 from ..core.spec import Field, Kind, Verb
 from ._sockdir import DEFAULT_SERVER_NAME
 
@@ -413,9 +413,9 @@ def parse_ready(spec: str) -> dict[str, Any]:
         )
     if colon and kind == "line" and rest:
         try:
-            re.compile(rest)
-        except re.error as exc:
-            raise ValueError(f"--ready: {rest!r} is not a regex: {exc}") from None
+            Regex(rest)
+        except InvalidPattern as exc:
+            raise ValueError(f"--ready: {rest!r} is not a regex: {exc.why}") from None
         return {"line": rest}
     if colon and kind == "cmd" and rest:
         return {"shell": rest}

@@ -33,6 +33,7 @@ from ._output import LINE_MAX
 from ._private import open_private_file, private_dir
 from ._proc import Proc, SpawnOptions
 from ._ready import Ready, check_timeout
+from ._regex import Regex
 from ._replay import ByteBatch
 from ._search import Matcher, SearchHit
 from ._spawn import resolve as resolve_command
@@ -148,6 +149,7 @@ __all__ = [
     "ProcwindowError",
     "ReadBatch",
     "Ready",
+    "Regex",
     "RestartPolicy",
     "RunBatch",
     "ScopeCounts",

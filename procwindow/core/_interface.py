@@ -212,8 +212,8 @@ class SupervisorAPI(Protocol):
         since: float | None = None,
         limit: int | None = None,
     ) -> AsyncIterator[SearchHit]:
-        """Lines that match ``pattern`` (a substring, or a ``re`` regex with
-        ``regex``), across live procs and the on-disk history: newest procs
+        """Lines that match ``pattern`` (a substring, or an RE2 regex with
+        ``regex``: :class:`Regex`), across live procs and the on-disk history: newest procs
         first, each proc's lines in order. ``since`` keeps procs started at or
         after that time (epoch seconds). An async iterator: it streams, can be
         cancelled, and returns to the event loop every few milliseconds.

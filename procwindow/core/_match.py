@@ -3,22 +3,17 @@ joined lines so that a scan skips whole blocks without splitting them."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
 from ._errors import InvalidPattern
+from ._regex import BlockTest, Regex
 from .rules import shown
 
 __all__ = ["LineMatch", "line_matcher"]
 
 
-#: Regex constructs whose meaning at a line's edges differs in a block of
-#: joined lines: such patterns are checked line by line only.
-_EDGE_SENSITIVE = ("\\A", "\\Z", "\\n", "(?=", "(?!", "(?<", "(?>", "(?s", "*+", "++", "?+", "}+")
-
-
 class LineMatch:
-    """A test for one line's text: ``re.search`` of ``pattern``, or a substring.
+    """A test for one line's text: an RE2 ``pattern`` (:class:`Regex`), or a substring.
 
     ``block`` tells, for many lines joined by ``\n``, whether any of them may
     match, so that a scan skips whole blocks without splitting them (None when
@@ -31,21 +26,27 @@ class LineMatch:
         if not isinstance(pattern, str) or not pattern:
             raise InvalidPattern(shown(pattern), "a pattern must be a non-empty string")
         self.pattern = pattern
-        self.block: Callable[[str], bool] | None
+        self.block: BlockTest | _Substring | None
         if not regex:
             self.line: Callable[[str], bool] = lambda text: pattern in text
-            self.block = None if "\n" in pattern else self.line
+            self.block = None if "\n" in pattern else _Substring(pattern)
             return
-        try:
-            rx = re.compile(pattern)
-            block_rx = re.compile(pattern, re.MULTILINE)
-        except re.error as exc:
-            raise InvalidPattern(pattern, str(exc)) from None
-        self.line = lambda text: rx.search(text) is not None
-        if any(edge in pattern for edge in _EDGE_SENSITIVE):
-            self.block = None
-        else:
-            self.block = lambda text: block_rx.search(text) is not None
+        compiled = Regex(pattern)
+        self.line = compiled.search
+        self.block = compiled.block_test()
+
+
+class _Substring:
+    """A substring's block test: ``in`` is fast over any block."""
+
+    __slots__ = ("_text",)
+    size = 1 << 22
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __call__(self, text: str) -> bool:
+        return self._text in text
 
 
 def line_matcher(pattern: str, *, regex: bool) -> Callable[[str], bool]:

@@ -11,9 +11,11 @@ whole lines at once gives exactly what an incremental decoder would.
 from __future__ import annotations
 
 import bisect
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from operator import attrgetter
+from typing import Protocol
 
 from ._types import Line, LineRun, Stream
 
@@ -62,6 +64,26 @@ def _utf8_cut(data: bytes, limit: int) -> int:
 
 def _decode_lines(data: bytes) -> list[str]:
     return _split_text(data.decode("utf-8", "replace"))
+
+
+class BlockTest(Protocol):
+    """A test of lines joined by ``\n``: whether any of them may pass."""
+
+    @property
+    def size(self) -> int:
+        """About how many characters to give it at once."""
+        ...
+
+    def __call__(self, text: str) -> bool: ...
+
+
+def _group_end(texts: list[str], k: int, count: int, chars: int) -> int:
+    """The end of the run of lines from ``k`` whose joined text is about ``chars`` long."""
+    j, size = k, 0
+    while j < count and (j == k or size + len(texts[j]) < chars):
+        size += len(texts[j]) + 1
+        j += 1
+    return j
 
 
 def _split_text(text: str) -> list[str]:
@@ -447,15 +469,18 @@ class OutputStore:
         since: int,
         stream: Stream | None,
         line_test: Callable[[str], bool],
-        block_test: Callable[[str], bool] | None = None,
+        block_test: BlockTest | None = None,
+        deadline: float | None = None,
     ) -> tuple[Line | None, int]:
         """The first line in the ring with seq > since (of ``stream``, if given)
         whose text passes ``line_test``, and the seq scanned up to.
 
-        ``block_test`` sees a whole block's text (lines joined by ``\n``) and
-        says whether any of its lines may pass: blocks it rules out are skipped
-        without splitting them into lines. Lines before the ring are not seen
-        (``first_seq`` says where it starts).
+        ``block_test`` sees lines joined by ``\n`` (about its ``size``
+        characters at a time) and says whether any of them may pass:
+        lines it rules out are not tested one by one. Past ``deadline``
+        (``time.monotonic()``) the scan stops where it is: a seq scanned up to
+        below ``last_seq`` says there is more to scan. Lines before the ring are
+        not seen (``first_seq`` says where it starts).
         """
         start = max(since + 1, self.first_seq)
         blocks = self._blocks
@@ -468,17 +493,28 @@ class OutputStore:
             if stream is not None and block.stream is not stream:
                 cursor = last
                 continue
+            if deadline is not None and cursor > since and time.monotonic() > deadline:
+                break
             text = block.text()
             skip = max(0, start - block.first)
-            if block_test is not None and "\r" not in text and not block_test(text):
-                cursor = last
-                continue
+            test = block_test if "\r" not in text else None
+            if test is not None and len(text) <= test.size:
+                if not test(text):
+                    cursor = last
+                    continue
+                test = None  # some line may pass: test each
             texts = _split_text(text)
-            for k in range(skip, block.count):
-                if line_test(texts[k]):
-                    return Line(block.first + k, block.stream, block.time, texts[k], block.split), (
-                        block.first + k
-                    )
+            k = skip
+            while k < block.count:
+                j = block.count if test is None else _group_end(texts, k, block.count, test.size)
+                if test is None or test("\n".join(texts[k:j])):
+                    for n in range(k, j):
+                        if line_test(texts[n]):
+                            seq = block.first + n
+                            return Line(seq, block.stream, block.time, texts[n], block.split), seq
+                k = j
+                if deadline is not None and k < block.count and time.monotonic() > deadline:
+                    return None, max(block.first + k - 1, since)
             cursor = last
         return None, max(cursor, since)
 

@@ -31,7 +31,7 @@ def check_timeout(value: object, what: str = "timeout") -> float | None:
 class Ready:
     """How a proc shows it is ready; give exactly one of:
 
-    - ``line``: a line of its output matches (a ``re`` pattern, or a substring
+    - ``line``: a line of its output matches (an RE2 regex, or a substring
       with ``regex=False``; ``stream`` limits it to one stream);
     - ``port``: a TCP connection to ``host:port`` is accepted (``host`` is
       127.0.0.1 unless given);

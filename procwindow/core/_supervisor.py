@@ -432,8 +432,9 @@ class Supervisor(SupervisorAPI):
         since: int = 0,
         timeout: float | None = None,
     ) -> Line:
-        """The first line after ``since`` that matches ``pattern`` (``re.search``,
-        or a substring with ``regex=False``); waits for it if need be.
+        """The first line after ``since`` that matches ``pattern`` (an RE2 regex
+        searched for in the line: :class:`Regex`, or a substring with
+        ``regex=False``); waits for it if need be.
 
         An unterminated line that stands still (a prompt such as ``Continue?
         [y/N] ``) is matched too: then the Line has ``partial`` set. To go on

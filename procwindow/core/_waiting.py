@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 __all__ = ["wait_exit", "wait_for", "wait_ready", "watch_ready"]
 
+#: Seconds of scanning the ring between two returns to the event loop.
+SCAN_SLICE = 0.005
+
 
 async def wait_exit(procs: Procs, proc_id: int, timeout: float | None) -> ExitInfo:
     """``Supervisor.wait``: how the proc ended, once it has (a past id: its
@@ -77,10 +80,15 @@ async def _scan_for(
         try:
             more = False
             if child is not None and cursor + 1 >= child.store.first_seq:
-                # In the ring: skip blocks that cannot match, unsplit.
-                hit, cursor = child.store.find(cursor, want, match.line, match.block)
+                # In the ring: skip blocks that cannot match, unsplit, and give
+                # the loop back every SCAN_SLICE seconds.
+                deadline = time.monotonic() + SCAN_SLICE
+                hit, cursor = child.store.find(cursor, want, match.line, match.block, deadline)
                 if hit is not None:
                     return hit
+                if cursor < child.store.last_seq:
+                    await asyncio.sleep(0)
+                    continue
                 for line in sorted(child.partials.values(), key=lambda x: x.time):
                     if (want is None or line.stream is want) and match.line(line.text):
                         return line._replace(seq=child.store.last_seq + 1)

@@ -337,8 +337,10 @@ _VERB_LIST: tuple[Verb, ...] = (
             Field(
                 "regex",
                 Kind.FLAG,
-                "PATTERN is a Python regex",
-                mcp=Mcp(help="true: `pattern` is a Python regex (re.search)"),
+                "PATTERN is a regex (RE2 syntax)",
+                mcp=Mcp(
+                    help="true: `pattern` is a regex (RE2 syntax: no lookaround or backreferences)"
+                ),
             ),
             Field("case_sensitive", Kind.FLAG, "match case", mcp=None),
             SESSION,
@@ -372,13 +374,13 @@ _VERB_LIST: tuple[Verb, ...] = (
             Field(
                 "pattern",
                 Kind.TEXT,
-                "a Python regex (re.search)",
+                "a regex (RE2 syntax), searched for in each line",
                 required=True,
                 cli="PATTERN",
                 note="a non-empty string",
                 mcp=Mcp(
-                    help="what the line must contain: a Python regex (re.search), or plain"
-                    " text with regex=false"
+                    help="what the line must contain: a regex (RE2 syntax, searched for in the"
+                    " line), or plain text with regex=false"
                 ),
             ),
             Field(

@@ -9,9 +9,9 @@ arguments: a line the filter keeps has a mark, and a line it drops has none.
 from __future__ import annotations
 
 import functools
-import itertools
-import re
 from collections.abc import Callable
+
+from procwindow.core import InvalidPattern, Regex
 
 __all__ = [
     "MAX_MARKS",
@@ -41,21 +41,19 @@ class FilterError(ValueError):
 def compile_filter(text: str, regex: bool, case_sensitive: bool) -> Matcher | None:
     """The matcher of a filter (None for ``""``: no filter).
 
-    A substring, or a regular expression (Python ``re``) with ``regex``;
-    without ``case_sensitive`` a substring is compared ``casefold()``-ed and a
-    regex gets ``re.IGNORECASE``. Raises :class:`FilterError` for an invalid
-    regex. Each kind is its own comprehension: one call per chunk, not per line
-    (DESIGN.md: substring 8 ms, casefold+substring ~16 ms, regex 21 ms per 100k
-    lines).
+    A substring, or a regular expression (RE2, as every pattern procwindow
+    takes: :class:`~procwindow.core.Regex`) with ``regex``; without
+    ``case_sensitive`` a substring is compared ``casefold()``-ed and a regex
+    is matched case-insensitively. Raises :class:`FilterError` for an invalid
+    regex. A substring is one comprehension per chunk (DESIGN.md: substring
+    8 ms, casefold+substring ~16 ms per 100k lines); a regex scans the chunk's
+    joined text, in time linear in it whatever the pattern.
     """
     if not text:
         return None
     if regex:
-        try:
-            search = re.compile(text, 0 if case_sensitive else re.IGNORECASE).search
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
-            raise FilterError(f"invalid regular expression: {exc}") from exc
-        return lambda chunk, start: [i for i, t in enumerate(chunk, start) if search(t)]
+        pattern = _compile(text, case_sensitive)
+        return lambda chunk, start: [start + i for i in pattern.lines_matching(chunk)]
     if case_sensitive:
         return lambda chunk, start: [i for i, t in enumerate(chunk, start) if text in t]
     needle = text.casefold()
@@ -81,19 +79,17 @@ def compile_marker(text: str, regex: bool, case_sensitive: bool) -> Marker | Non
     if not text:
         return None
     if regex:
-        try:
-            finditer = re.compile(text, 0 if case_sensitive else re.IGNORECASE).finditer
-        except (re.error, OverflowError, RecursionError, ValueError) as exc:
-            raise FilterError(f"invalid regular expression: {exc}") from exc
-
-        def regex_marks(line: str) -> list[tuple[int, int]]:
-            spans = (m.span() for m in finditer(line))
-            return list(itertools.islice(((a, b) for a, b in spans if b > a), MAX_MARKS))
-
-        return regex_marks
+        return functools.partial(_compile(text, case_sensitive).spans, limit=MAX_MARKS)
     if case_sensitive:
         return functools.partial(_occurrences, text)
     return functools.partial(_folded_occurrences, text.casefold())
+
+
+def _compile(text: str, case_sensitive: bool) -> Regex:
+    try:
+        return Regex(text, case_sensitive=case_sensitive)
+    except InvalidPattern as exc:
+        raise FilterError(f"invalid regular expression: {exc.why}") from exc
 
 
 def _occurrences(needle: str, line: str) -> list[tuple[int, int]]:

@@ -385,7 +385,7 @@ class OutputModel(QAbstractListModel):
     filterText = stored_property(str, "_filter_text", filterTextChanged, on_change=_refilter)
     """Show only lines containing this ("" for all lines)."""
     filterRegex = stored_property(bool, "_filter_regex", filterRegexChanged, on_change=_refilter)
-    """Read ``filterText`` as a regular expression (Python ``re`` syntax)."""
+    """Read ``filterText`` as a regular expression (RE2 syntax)."""
     caseSensitive = stored_property(
         bool, "_case_sensitive", caseSensitiveChanged, on_change=_refilter
     )

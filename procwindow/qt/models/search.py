@@ -178,7 +178,7 @@ class SearchModel(QAbstractListModel):
         weakref.finalize(self, _cancel_all, self._tasks)
 
     pattern = stored_property(str, "_pattern", patternChanged)
-    """What to look for: a substring, or a Python regular expression with ``regex``."""
+    """What to look for: a substring, or a regular expression (RE2 syntax) with ``regex``."""
     regex = stored_property(bool, "_regex", regexChanged)
     """Read ``pattern`` as a regular expression."""
     caseSensitive = stored_property(bool, "_case", caseSensitiveChanged)
