@@ -6,6 +6,10 @@ in. See ``_disklog`` for the format, and :mod:`._replay` for what reads it.
 from __future__ import annotations
 
 import bisect
+import itertools
+import logging
+import math
+import operator
 import os
 from itertools import accumulate
 
@@ -14,6 +18,8 @@ from ._output import LINE_MAX
 from ._types import Stream
 
 __all__ = ["UNKNOWN", "Journal", "LogWindow"]
+
+log = logging.getLogger("procwindow")
 
 #: Bytes read from a log file at a time.
 WINDOW = 1024 * 1024
@@ -86,6 +92,15 @@ class Journal:
         self.kind = [(t >> 8) & 0xFF for t in tags]
         self.mid = [(t >> 16) & MID for t in tags]
         self.plain = [(t >> 16) & PLAIN for t in tags]
+        #: Records skipped as damaged (overwritten or torn on disk).
+        self.damaged = self._drop_damaged(tags)
+        if self.damaged:
+            log.warning(
+                "%s: %d damaged records skipped; the lines they covered are read from the"
+                " log, their times and the order of stdout and stderr there may be off",
+                journal,
+                self.damaged,
+            )
         if finished:
             self._add_unjournaled()
         # Per stream: the indexes of its records, and of its CUT records.
@@ -107,6 +122,105 @@ class Journal:
     def close(self) -> None:
         for f in self.files.values():
             f.close()
+
+    def _drop_damaged(self, tags: list[int]) -> int:
+        """Keep the records that can be true, in order; how many were dropped.
+
+        A record is kept when its fields are in range (a stream, a kind, a
+        finite time, an end within its log file) and it keeps the order of
+        the ones kept before it (seq, and each stream's end, never go back)
+        without passing the last sound record's seq. Bytes overwritten in the
+        middle of a journal so cost only the records they hit: the lines
+        those covered are read with the next kept record's.
+        """
+        sizes = [self.files[s].size() for s in STREAMS]
+        if self._all_sound(tags, sizes):
+            return 0
+        kinds = (DATA, EOF, CUT)
+
+        def sane(k: int) -> bool:
+            index, t = self.stream[k], self.time[k]
+            return (
+                tags[k] < 1 << 24
+                and index in (0, 1)
+                and self.kind[k] in kinds
+                and math.isfinite(t)
+                and t >= 0
+                and self.end[k] <= sizes[index]
+                and (self.kind[k] != DATA or self.extra[k] <= self.end[k])
+            )
+
+        count = len(self.seq)
+        last = next((k for k in range(count - 1, -1, -1) if sane(k)), -1)
+        cap = self.seq[last] if last >= 0 else 0
+        keep: list[int] = []
+        seq, ends = 0, [0, 0]
+        for k in range(count):
+            if sane(k) and seq <= self.seq[k] <= cap and self.end[k] >= ends[self.stream[k]]:
+                keep.append(k)
+                seq, ends[self.stream[k]] = self.seq[k], self.end[k]
+        if len(keep) == count:
+            return 0
+        pairs = zip([-1, *keep], keep, strict=False)
+        after_gap = {i for i, (a, b) in enumerate(pairs) if b != a + 1}
+        for column in ("time", "seq", "end", "extra", "stream", "kind", "mid", "plain"):
+            values = getattr(self, column)
+            setattr(self, column, [values[k] for k in keep])
+        self._renumber(after_gap)
+        return count - len(keep)
+
+    def _all_sound(self, tags: list[int], sizes: list[int]) -> bool:
+        """The common case, checked column by column at C speed: no record is damaged."""
+        seq, end, stream = self.seq, self.end, self.stream
+        if not seq:
+            return True
+        if max(tags) >= 1 << 24 or not set(stream) <= {0, 1} or not set(self.kind) <= {0, 1, 2}:
+            return False
+        if not all(map(operator.le, seq, itertools.islice(seq, 1, None))):
+            return False
+        if min(self.time) < 0 or not all(map(math.isfinite, self.time)):
+            return False
+        for index in (0, 1):
+            ends = list(itertools.compress(end, map(operator.eq, stream, itertools.repeat(index))))
+            if ends and (
+                ends[-1] > sizes[index]
+                or not all(map(operator.le, ends, itertools.islice(ends, 1, None)))
+            ):
+                return False
+        # (A cut's extra is the bytes it cut, which may pass its end: the
+        # record-by-record check tells those apart.)
+        return all(map(operator.le, self.extra, end))
+
+    def _renumber(self, after_gap: set[int]) -> None:
+        """Give the records that follow dropped ones the seqs their lines make.
+
+        A dropped record's lines are counted by the next record of its stream,
+        which may come after records of the other stream: from a gap until
+        the count meets the journal again, each record's seq is the lines
+        counted so far (newlines in the log, and an unfinished line at its
+        stream's end), so that seqs go up one line at a time as a replay
+        numbers them. A cut ends the count (its lines are not in the log).
+        """
+        pos, tail = [0, 0], [0, 0]
+        counted: int | None = None  # None: the journal's seqs hold
+        for k in range(len(self.seq)):
+            index, kind = self.stream[k], self.kind[k]
+            if k in after_gap and kind != CUT:
+                counted = self.seq[k - 1] if k else 0
+            if counted is not None and kind == DATA:
+                data = self.files[STREAMS[index]].read(pos[index], self.end[k])
+                counted += data.count(b"\n")
+            elif counted is not None and kind == EOF:
+                counted += 1 if tail[index] else 0
+            if counted is not None and kind != CUT:
+                if counted == self.seq[k]:
+                    counted = None  # in step again
+                else:
+                    self.seq[k] = counted
+            elif kind == CUT:
+                counted = None
+            pos[index] = self.end[k]
+            tail[index] = self.extra[k] if kind == DATA else 0
 
     def _add_unjournaled(self) -> None:
         """Bytes a dead supervisor wrote but did not journal, and the last lines
