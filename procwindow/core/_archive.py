@@ -41,7 +41,7 @@ DEFAULT_HISTORY_BYTES = 2 * 1024 * 1024 * 1024
 #: Seconds a finished proc's history is kept, by default (30 days).
 DEFAULT_HISTORY_AGE = 30 * 24 * 3600.0
 #: Pruning runs at most this often (seconds).
-_PRUNE_INTERVAL = 5.0
+PRUNE_INTERVAL = 5.0
 #: Disk readers kept open for finished procs.
 _READERS = 8
 
@@ -374,25 +374,33 @@ class Archive:
             raise ProcRunning(proc_id)
         self.forget(proc_id, row.log_dir)
 
-    def prune(self, keep: Container[int], now: float | None = None, *, force: bool = False) -> int:
+    def prune(
+        self, keep: Container[int], now: float | None = None, *, force: bool = False
+    ) -> list[int] | None:
         """Delete the oldest finished procs' history beyond the total and age
-        bounds (never one in ``keep``); returns how many went."""
+        bounds (never one in ``keep``); the ids that went. None when the last
+        prune was less than PRUNE_INTERVAL ago (``prune_wait()`` says how long
+        to wait) and not ``force``."""
         if self.db is None or (self.history_bytes is None and self.history_age is None):
-            return 0
+            return []
         mono = time.monotonic()
-        if not force and mono - self._pruned_at < _PRUNE_INTERVAL:
-            return 0
+        if not force and mono - self._pruned_at < PRUNE_INTERVAL:
+            return None
         self._pruned_at = mono
         rows = self.db.prunable(
             total=self.history_bytes, max_age=self.history_age, now=now or time.time()
         )
-        gone = 0
+        gone = []
         for row in rows:
             if row.id in keep:
                 continue
             self.forget(row.id, row.log_dir)
-            gone += 1
+            gone.append(row.id)
         return gone
+
+    def prune_wait(self) -> float:
+        """Seconds until a prune may run again."""
+        return max(0.0, self._pruned_at + PRUNE_INTERVAL - time.monotonic())
 
     def close(self) -> None:
         for _, out in self._readers.values():

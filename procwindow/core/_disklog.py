@@ -212,9 +212,19 @@ class DiskLog:
         self._marker_at: dict[int, int] = {}
         self._marker_at_done: set[int] = set()
         self._stopped = False
+        self._pruned: str | None = None
+
+    def pruned(self, why: str) -> None:
+        """Its files were deleted to keep history within its bounds: ``error``
+        says so, and nothing more is read from or written to them."""
+        self._pruned = why
+        self._stopped = True
+        self.close()
 
     @property
     def error(self) -> str | None:
+        if self._pruned is not None:
+            return self._pruned
         for f in (*self.logs.values(), self._journal):
             if f is not None and f.error:
                 return f.error
@@ -227,6 +237,8 @@ class DiskLog:
 
     @property
     def disk_bytes(self) -> int:
+        if self._pruned is not None:
+            return 0
         journal = self._journal.size if self._journal is not None else 0
         return sum(f.size for f in self.logs.values()) + journal
 

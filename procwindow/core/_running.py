@@ -36,6 +36,12 @@ __all__ = ["Owner", "Running", "release"]
 
 log = logging.getLogger("procwindow")
 
+#: A listed proc's ``log_error`` once its output was pruned from disk.
+PRUNED = (
+    "its logs were deleted to keep history within history_bytes and history_age;"
+    " the lines still in memory remain"
+)
+
 
 class Owner(Protocol):
     """What the parts bound to the loop need of their supervisor (a
@@ -73,6 +79,7 @@ class Running:
             log.warning("cannot look for leftovers of dead supervisors: %s", exc)
         self.loop = loop
         self._sup = sup
+        self._prune_timer: asyncio.TimerHandle | None = None
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
             self.signals = TreeSignals(sup._token, self._sweep_soon)
@@ -146,9 +153,32 @@ class Running:
 
     def _output_closed(self, child: Child) -> None:
         """Both pipes of a child closed: its output is complete on disk."""
+        self._sup._archive.output(child)
+        self._prune()
+
+    def _prune(self) -> None:
+        """Keep history within ``history_bytes`` and ``history_age``: the output
+        of finished procs goes, oldest first, whether or not they are still
+        listed (their rows stay, their ``log_error`` says so, and the lines
+        still in memory stay readable). Within PRUNE_INTERVAL of the last
+        prune, once more when the interval is over."""
         sup = self._sup
-        sup._archive.output(child)
-        sup._archive.prune(sup._children.keys(), sup._clock.time())
+        busy = {i for i, c in sup._children.items() if c.open_streams or c.proc.exit is None}
+        gone = sup._archive.prune(busy, sup._clock.time())
+        if gone is None:
+            if self._prune_timer is None:
+                self._prune_timer = self.loop.call_later(
+                    sup._archive.prune_wait(), self._prune_again
+                )
+            return
+        for proc_id in gone:
+            child = sup._children.get(proc_id)
+            if child is not None:
+                child.disk.pruned(PRUNED)
+
+    def _prune_again(self) -> None:
+        self._prune_timer = None
+        self._prune()
 
     def _reclaim(self) -> None:
         """All rings together hold more than ``ring_budget``: finished procs whose
@@ -170,6 +200,9 @@ class Running:
             with contextlib.suppress(Exception):
                 child.close_stdin(self.loop)
                 self.capture.close(child)
+        if self._prune_timer is not None:
+            self._prune_timer.cancel()
+            self._prune_timer = None
         self.sweeper.close()
         self.capture.flush()
         self.signals.close()
