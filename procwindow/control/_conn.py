@@ -110,6 +110,7 @@ class Conn:
         "reader",
         "request_timeout",
         "send_timeout",
+        "waiting_since",
         "writer",
     )
 
@@ -131,6 +132,9 @@ class Conn:
         self.claimed = 0  # bytes of buf counted against the budget
         self.eof = False
         self.pid = 0
+        #: Since when (loop time) it waits for a request, idle or unfinished; None
+        #: while one is answered.
+        self.waiting_since: float | None = asyncio.get_running_loop().time()
         writer.transport.set_write_buffer_limits(high=WRITE_HIGH, low=WRITE_LOW)
 
     def peer_uid(self) -> int | None:
@@ -161,6 +165,8 @@ class Conn:
         """
         loop = asyncio.get_running_loop()
         started: float | None = None
+        if self.waiting_since is None:
+            self.waiting_since = loop.time()
         while True:
             end = self.buf.find(b"\n")
             if end > MAX_REQUEST or (end < 0 and len(self.buf) > MAX_REQUEST):
@@ -170,6 +176,7 @@ class Conn:
                 del self.buf[: end + 1]
                 self.budget.claim(self)
                 if line.strip():
+                    self.waiting_since = None
                     return line
                 started = None
                 continue

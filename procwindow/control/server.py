@@ -47,8 +47,12 @@ __all__ = [
 
 log = logging.getLogger("procwindow.control")
 
-#: Connections served at once; one more is told ``busy`` and closed.
+#: Connections served at once. Past it, a new client waits in the kernel's
+#: backlog until the connection that has waited longest for a request (idle, or
+#: with its request unfinished) is closed for it, or until one ends.
 MAX_CLIENTS = 256
+#: Seconds before accepting again after the process ran out of fds.
+_ACCEPT_RETRY = 0.1
 #: Seconds to wait for the connections to close when the server closes.
 _CLOSE_WAIT = 1.0
 
@@ -93,7 +97,9 @@ class ControlServer:
         self.request_timeout = request_timeout
         self.send_timeout = send_timeout
         self.large_request_budget = large_request_budget
-        self._server: asyncio.AbstractServer | None = None
+        self._listener: socket.socket | None = None
+        self._accepting: asyncio.Task[None] | None = None
+        self._room = asyncio.Event()
         self._conns: dict[asyncio.Task[None], Conn] = {}
         self._closing = False
         self._busy = BusyLog()
@@ -115,24 +121,22 @@ class ControlServer:
         self._take_lock()
         try:
             self._clear_stale_socket()
-            # A backlog as deep as the connections served: a burst of clients
-            # waits to be accepted (or told 'busy') instead of being refused.
-            self._server = await asyncio.start_unix_server(
-                self._serve_client,
-                path=self.path,
-                limit=REQUEST_BUFFER,
-                backlog=max(self.max_clients, 128),
-            )
+            self._listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._listener.setblocking(False)
+            self._listener.bind(self.path)
             st = os.stat(self.path)
             self._bound = (st.st_dev, st.st_ino)
             os.chmod(self.path, 0o600)
+            # Clients past MAX_CLIENTS wait here, in the kernel, not in this process.
+            self._listener.listen(socket.SOMAXCONN)
         except BaseException:
-            if self._server is not None:
-                self._server.close()
-                self._server = None
+            if self._listener is not None:
+                self._listener.close()
+                self._listener = None
             self._remove_socket()
             self._release_lock()
             raise
+        self._accepting = asyncio.get_running_loop().create_task(self._accept(self._listener))
         log.info("control socket at %s", self.path)
 
     def _check_folder(self) -> None:
@@ -227,9 +231,13 @@ class ControlServer:
 
     async def close(self) -> None:
         """Stop listening, end every client connection, remove the socket and the lock."""
-        if self._server is not None:
+        if self._listener is not None:
             self._closing = True
-            self._server.close()
+            if self._accepting is not None:
+                self._accepting.cancel()
+                await asyncio.gather(self._accepting, return_exceptions=True)
+                self._accepting = None
+            self._listener.close()
             self._remove_socket()
             writers = []
             # A connection accepted just before close() registers when its task
@@ -246,8 +254,7 @@ class ControlServer:
                 for fut in pending:
                     fut.cancel()
                 await asyncio.gather(*waits, return_exceptions=True)
-            await self._server.wait_closed()
-            self._server = None
+            self._listener = None
         self._release_lock()
 
     async def __aenter__(self) -> ControlServer:
@@ -259,26 +266,71 @@ class ControlServer:
 
     # -- connections -----------------------------------------------------------
 
-    async def _serve_client(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
+    async def _accept(self, listener: socket.socket) -> None:
+        """Accept clients while fewer than ``max_clients`` are served; at the
+        cap, close the connection that has waited longest for a request (idle,
+        or its request unfinished) to serve the new one, or wait for one to
+        end. Meanwhile new clients wait in the kernel's backlog."""
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                client, _ = await loop.sock_accept(listener)
+            except OSError as exc:  # EMFILE, ENFILE, ENOBUFS: they wait in the backlog
+                self._busy.warn("cannot accept control connections: %s", exc)
+                await asyncio.sleep(_ACCEPT_RETRY)
+                continue
+            try:
+                while self._served() >= self.max_clients and not self._evict():
+                    self._room.clear()
+                    await self._room.wait()
+                reader, writer = await asyncio.open_unix_connection(
+                    sock=client, limit=REQUEST_BUFFER
+                )
+            except BaseException:
+                client.close()
+                raise
+            conn = Conn(
+                reader,
+                writer,
+                self._budget,
+                request_timeout=self.request_timeout,
+                send_timeout=self.send_timeout,
+            )
+            self._conns[loop.create_task(self._serve_client(conn))] = conn
+
+    def _served(self) -> int:
+        """Connections that count against the cap (not those closed to make room)."""
+        return sum(1 for c in self._conns.values() if not c.writer.transport.is_closing())
+
+    def _evict(self) -> bool:
+        """Close the connection that has waited longest for a request, if any waits."""
+        waiting = [c for c in self._conns.values() if c.waiting_since is not None]
+        waiting = [c for c in waiting if not c.writer.transport.is_closing()]
+        if not waiting:
+            return False
+        oldest = min(waiting, key=lambda c: c.waiting_since or 0.0)
+        self._busy.warn(
+            "%d control connections open: closing the one that waited longest for a"
+            " request (pid %d) to serve a new one",
+            self.max_clients,
+            oldest.pid,
+        )
+        refusal = ProtocolError(
+            "busy",
+            f"the server serves {self.max_clients} connections at most: this one, which"
+            " waited longest for a request, was closed for a new one",
+        )
+        oldest.writer.write(encode(error_message(None, refusal)))
+        oldest.writer.transport.close()
+        return True
+
+    async def _serve_client(self, conn: Conn) -> None:
         task = asyncio.current_task()
         assert task is not None
-        conn = Conn(
-            reader,
-            writer,
-            self._budget,
-            request_timeout=self.request_timeout,
-            send_timeout=self.send_timeout,
-        )
-        self._conns[task] = conn
         try:
             if self._closing:
                 return
             if not self._peer_allowed(conn):
-                return
-            if len(self._conns) > self.max_clients:
-                self._refuse_busy(conn)
                 return
             while True:
                 try:
@@ -299,8 +351,9 @@ class ControlServer:
         except Exception:
             log.exception("control client failed")
         finally:
-            del self._conns[task]
+            self._conns.pop(task, None)
             conn.close()
+            self._room.set()
 
     def _peer_allowed(self, conn: Conn) -> bool:
         uid = conn.peer_uid()
@@ -314,14 +367,3 @@ class ControlServer:
         )
         conn.writer.write(encode(error_message(None, refusal)))
         return False
-
-    def _refuse_busy(self, conn: Conn) -> None:
-        self._busy.warn(
-            "refusing control connections: %d already open (pid %d was turned away)",
-            self.max_clients,
-            conn.pid,
-        )
-        refusal = ProtocolError(
-            "busy", f"the server already serves {self.max_clients} connections; try again later"
-        )
-        conn.writer.write(encode(error_message(None, refusal)))

@@ -33,6 +33,9 @@ _FIRST_PIECE = 16 * 1024
 _MIN_PIECE = 4 * 1024
 _MAX_PIECE = 4 * 1024 * 1024
 
+#: Empty matches in a row after which ``spans`` stops looking.
+_EMPTY_MATCHES = 4096
+
 _SYNTAX = "patterns use RE2 syntax, which matches in linear time"
 
 #: RE2's message for a construct it lacks, and what to tell a person instead.
@@ -113,14 +116,23 @@ class Regex:
         return self._line.search(text.encode("utf-8", "surrogatepass")) is not None
 
     def spans(self, text: str, limit: int) -> list[tuple[int, int]]:
-        """Where it matches in a line, in characters: the non-empty matches, at most ``limit``."""
+        """Where it matches in a line, in characters: the non-empty matches, at
+        most ``limit``. A pattern that matches the empty string (``x*``) is
+        given up after _EMPTY_MATCHES empty matches in a row (each costs a call)."""
         spans: list[tuple[int, int]] = []
+        empty = 0
+        subject: str | bytes = text.encode() if text.isascii() else text  # bytes: no offset map
         try:
-            for m in self._line.finditer(text):
-                if m.end() > m.start():
-                    spans.append((m.start(), m.end()))
-                    if len(spans) >= limit:
+            for m in self._line.finditer(subject):
+                if m.end() == m.start():
+                    empty += 1
+                    if empty > _EMPTY_MATCHES:
                         break
+                    continue
+                empty = 0
+                spans.append((m.start(), m.end()))
+                if len(spans) >= limit:
+                    break
         except UnicodeEncodeError:  # a lone surrogate: the window marks nothing
             return []
         return spans

@@ -265,6 +265,9 @@ def test_half_sent_requests_pin_little_memory_and_end(server):
             time.sleep(0.1)
         assert peak < RSS_BOUND, f"server RSS reached {peak / 2**20:.0f} MB"
         assert slowest < LATENCY_BOUND
+        # A fresh client is served while they are all there: one of them makes room.
+        with server.connect() as fresh:
+            assert hello_latency(server, fresh) < LATENCY_BOUND
         # Each is told why, and closed: too many at once, or too slow to finish.
         codes: dict[str, int] = {}
         open_ = {sock.fileno(): sock for sock in socks}
@@ -426,22 +429,67 @@ async def hello_when_served(path: str, timeout: float = 10.0) -> None:
         await asyncio.sleep(0.05)
 
 
-def test_too_many_clients_get_busy(run, tmp_path):
+@pytest.mark.promise("Guarantees and limits: No client can grow or stall the server")
+def test_past_the_cap_the_longest_waiting_connection_makes_room(run, tmp_path):
     async def main() -> None:
         async with served(tmp_path, max_clients=3) as (_sup, server):
             held = [await AClient.connect(server.path) for _ in range(3)]
             for client in held:
                 assert (await client.request({"op": "hello"}))["ok"] is True
-            extra = await AClient.connect(server.path)
-            reply = await extra.receive()
+            # A fourth is served: the one idle longest is told why and closed.
+            fresh = await AClient.connect(server.path)
+            assert (await fresh.request({"op": "hello"}))["ok"] is True
+            oldest = held.pop(0)
+            reply = await oldest.receive()
             assert reply["error"]["code"] == "busy"
-            assert "3 connections" in reply["error"]["message"]
-            assert await extra.reader.read() == b""  # and closed
-            await extra.close()
-            await held.pop().close()
-            await hello_when_served(server.path)
+            assert "waited longest" in reply["error"]["message"]
+            assert await oldest.reader.read() == b""
+            await oldest.close()
             for client in held:
                 assert (await client.request({"op": "idx"}))["ok"] is True
+            await fresh.close()
+            for client in held:
+                await client.close()
+
+    run(main())
+
+
+@pytest.mark.slow
+def test_five_hundred_clients_at_once_are_all_answered(server):
+    socks = []
+    try:
+        for n in range(500):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(server.path)  # the backlog holds those not accepted yet
+            sock.sendall(json.dumps({"op": "hello", "id": n}).encode() + b"\n")
+            socks.append(sock)
+        for n, sock in enumerate(socks):
+            sock.settimeout(30)
+            reply = read_message(sock)
+            assert reply["id"] == n and reply["ok"] is True, reply
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def test_past_the_cap_with_every_connection_busy_a_new_one_waits_its_turn(run, tmp_path):
+    async def main() -> None:
+        async with served(tmp_path, max_clients=3) as (_sup, server):
+            streams = [await AClient.connect(server.path) for _ in range(3)]
+            for n, client in enumerate(streams):
+                await client.send({"op": "events", "id": n, "pattern": "#"})
+                assert (await client.receive())["ok"] is True
+            # None of them waits for a request: the new client is not refused,
+            # it waits (in the backlog) until one of them ends.
+            waiting = await AClient.connect(server.path)
+            await waiting.send({"op": "hello", "id": "w"})
+            with pytest.raises(TimeoutError):
+                await waiting.receive(timeout=0.5)
+            await streams.pop().close()
+            reply = await waiting.receive(timeout=10)
+            assert reply["id"] == "w" and reply["ok"] is True
+            await waiting.close()
+            for client in streams:
                 await client.close()
 
     run(main())
@@ -1142,7 +1190,7 @@ def test_server_at_its_fd_limit_answers_recovers_and_stops(tmp_path):
             conns.append(srv.connect())
         time.sleep(0.5)
         err = finish(srv)
-        assert "socket.accept() out of system resource: Too many open files" in err
+        assert "cannot accept control connections: [Errno 24] Too many open files" in err
     finally:
         for sock in conns:
             sock.close()
