@@ -1,0 +1,98 @@
+"""``out`` reads a proc in steps whose sizes it picks as it goes (``_lines_per_read``);
+wherever those steps are cut, its reply (lines, dropped, cursor, eof) is the one
+``read()`` gives: a fuzz over cut points, starting cursors, limits and streams, on a
+proc whose lines cross from the disk into the ring and whose log was cut by the cap."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from procwindow import Supervisor
+from procwindow.control import _handlers_streams
+from procwindow.control._handlers_streams import _StreamVerbs
+
+from ..core.helpers import py, until
+from ..tiers import examples
+
+CHILD = r"""
+    import sys
+    for i in range(6000):
+        out = sys.stderr if i % 3 == 0 or 2000 < i < 2100 else sys.stdout
+        out.write(f"{i} " + "x" * (i % 200) + "\n")
+        if i % 50 == 0:
+            out.flush()
+"""
+
+
+class _Collect:
+    """The connection ``out`` writes its reply to, piece by piece."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    async def send(self, data: bytes, *, patient: bool = False) -> None:
+        self.data += data
+
+
+def _as_reply(batch: Any) -> dict[str, Any]:
+    return {
+        "lines": [
+            {
+                "seq": ln.seq,
+                "stream": ln.stream.value,
+                "time": ln.time,
+                "text": ln.text,
+                **({"split": True} if ln.split else {}),
+            }
+            for ln in batch.lines
+        ],
+        "dropped": batch.dropped,
+        "cursor": batch.cursor,
+        "eof": batch.eof,
+    }
+
+
+@pytest.mark.parametrize("log_cap", [None, 64 * 1024])
+def test_out_gives_what_read_gives_wherever_its_reads_are_cut(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_cap: int | None
+) -> None:
+    cuts: Iterator[int] = iter(())
+    monkeypatch.setattr(_handlers_streams, "_lines_per_read", lambda lines, current: next(cuts))
+
+    async def main() -> None:
+        nonlocal cuts
+        async with Supervisor(log_dir=tmp_path / "logs", ring_lines=1500, log_cap=log_cap) as sup:
+            p = await sup.spawn(py(CHILD), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: not sup.get(p.id).output_open)
+            if log_cap is not None:
+                assert sup.get(p.id).cut_lines > 0  # the cap cut the middle
+            verbs = _StreamVerbs(sup)
+            rnd = random.Random(20261204)
+            for case in range(examples(300)):
+                sizes = [rnd.choice([1, 2, 3, 7, 50, 333, 1000, 8192]) for _ in range(64)]
+                cuts = iter(sizes * 1000)
+                monkeypatch.setattr(_handlers_streams, "_FIRST_READ", rnd.choice([1, 5, 32, 900]))
+                since = rnd.choice([0, 1, rnd.randrange(6000), 4400, 5990, 6000])
+                limit = rnd.choice([None, 1, 2, 10, 777, rnd.randrange(1, 6000)])
+                stream = rnd.choice([None, "stdout", "stderr"])
+                conn = _Collect()
+                want = None if stream is None else _handlers_streams.Stream(stream)
+                await verbs._out_reply(conn, case, p.id, since, want, limit)  # type: ignore[arg-type]
+                result = json.loads(conn.data)["result"]
+                batch = sup.read(p.id, since, limit=limit, stream=stream)
+                expected = json.loads(json.dumps(_as_reply(batch)))
+                # ``out`` marks the line after a gap with how many are missing there.
+                marked = sum(line.pop("cut", 0) for line in result["lines"])
+                assert marked <= result["dropped"]
+                got = {k: result[k] for k in expected}
+                assert got == expected, (since, limit, stream, sizes[:8])
+
+    asyncio.run(main())
