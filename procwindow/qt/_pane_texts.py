@@ -63,6 +63,7 @@ class PaneFacts:
     cut_lines: int = 0  # lines the disk cap cut from the middle of those logs
     cut_bytes: int = 0  # ... and their bytes
     following: bool = True  # the view follows the tail
+    pending: int = 0  # ... if not: lines written since, not shown yet
     partial: bool = False  # an unfinished last line (a prompt, a progress bar) shows
 
 
@@ -166,7 +167,12 @@ def _earlier_texts(facts: PaneFacts) -> tuple[str, str, str]:
 def _follow_text(facts: PaneFacts) -> str:
     if facts.proc_id < 0:
         return ""
-    return "● following" if facts.following else "paused · End to follow"
+    if facts.following:
+        return "● following"
+    if facts.pending:
+        new = "1 new line" if facts.pending == 1 else f"{facts.pending:,} new lines"
+        return f"paused · {new} · End to follow"
+    return "paused · End to follow"
 
 
 def gauge_texts(cpu_percent: float, rss_text: str) -> tuple[str, str]:

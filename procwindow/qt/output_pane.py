@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import replace
 
-from PySide6.QtCore import QObject, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtQml import QmlElement, QmlUncreatable
 
 from ._pane_state import FollowState, LineSelection
@@ -30,17 +30,13 @@ from .controller import ProcController, StatsSampler
 from .models import LogFacts, OutputModel, ProcModel
 from .pane import InputLine, OutputFind
 
-__all__ = ["EARLIER_TEXT_MS", "LOG_FILES_TTL", "OutputPaneModel"]
+__all__ = ["LOG_FILES_TTL", "OutputPaneModel"]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
 
 #: Seconds the output pane trusts its list of log files (a stderr log may appear later).
 LOG_FILES_TTL = 1.0
-#: Milliseconds between two updates of the pane's texts when only the count of
-#: earlier lines moved: under a flood it moves every frame, and nobody reads forty
-#: numbers a second (each update costs the frame ~0.3 ms of text layout).
-EARLIER_TEXT_MS = 200
 
 
 @QmlElement
@@ -96,10 +92,6 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._texts = PaneTexts()
         self._stats_texts = NO_GAUGES
         self._log_files = (-1, 0.0, LogFacts([]))  # proc, when, its logs
-        self._earlier_timer = QTimer(self)
-        self._earlier_timer.setSingleShot(True)
-        self._earlier_timer.setInterval(EARLIER_TEXT_MS)
-        self._earlier_timer.timeout.connect(self._update_texts)
         self._stick_later = Later(self, self._stick)
 
         output_model.rowsInserted.connect(self.followTail)
@@ -118,7 +110,11 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             self.followingChanged,
         ):
             signal.connect(self._update_texts)
-        output_model.earlierLinesChanged.connect(self._update_earlier_soon)
+        # Every frame under a flood: the count must not lag the lines it counts.
+        output_model.earlierLinesChanged.connect(self._update_texts)
+        output_model.pendingLinesChanged.connect(self._update_texts)
+        # Not following: the rows hold still, whatever pours in (read on at End).
+        self.followingChanged.connect(self._hold)
         stats.statsChanged.connect(self._update_stats_texts)
         stats.statsChanged.connect(self.gaugesChanged)
         self._update_texts()
@@ -133,8 +129,10 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     def close(self) -> None:
         """Stop the updates under way (the window is going away)."""
-        self._earlier_timer.stop()
         self._stick_later.stop()
+
+    def _hold(self) -> None:
+        self._output.held = not self._tail.following
 
     def streamed(self) -> None:
         """Another proc streams: the view follows its tail."""
@@ -160,6 +158,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             filter_error=bool(out.filterError),
             current_match=out.currentMatch,
             following=self._tail.following,
+            pending=out.pendingLines,
             partial=bool(out.partialText),
         )
         if earlier:  # looked up only when lines are not held (a stat per log file)
@@ -177,11 +176,6 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             self.countTextsChanged.emit()
         if texts.others() != old.others():
             self.textsChanged.emit()
-
-    def _update_earlier_soon(self) -> None:
-        """Only the count of earlier lines moved: update the texts within EARLIER_TEXT_MS."""
-        if not self._earlier_timer.isActive():
-            self._earlier_timer.start()
 
     def _logs_of(self, proc_id: int) -> LogFacts:
         """``outputModel.logs()``, looked up at most every :data:`LOG_FILES_TTL` s."""
@@ -269,7 +263,9 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     @Slot(int, bool)
     def pressLine(self, row: int, extend: bool) -> None:
-        """A press on output row ``row``; ``extend`` (Shift) keeps the first end."""
+        """A press on output row ``row``; ``extend`` (Shift) keeps the first end.
+        Selecting stops following: the lines stay where they are."""
+        self.following = False
         self._select(self._selection.press(row, extend))
 
     @Slot(int)

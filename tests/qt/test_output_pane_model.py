@@ -299,7 +299,14 @@ def test_the_selection_and_the_view_keep_their_lines_when_rows_go(
     assert shifts[1:] == [5] and not w.hasSelection
     qrun(until(lambda: "end" in places, what="following: to the end"))
     assert places[2:] == ["end"]
-    # Any reset forgets the selection and what the view measured.
+    # Any reset forgets the selection and what the view measured. Selecting
+    # stopped following (the selected lines stay where they are), so the view
+    # is not sent to the end.
     w.pressLine(1, False)
+    assert not w.following and out.held
     w.outputReset()
-    assert places[3:] == ["replaced", "end"] and not w.hasSelection
+    assert places[3:] == ["replaced"] and not w.hasSelection
+    w.following = True
+    assert not out.held
+    w.outputReset()
+    assert places[4:] == ["replaced", "end"]

@@ -330,6 +330,13 @@ def test_copy_puts_the_plain_text_on_the_clipboard(
     run(scenario())
 
 
+def _new_lines(follow: object) -> int:
+    """The ``N new lines`` of the footer's follow state (0: none said)."""
+    words = str(follow.property("text")).split(" · ")  # type: ignore[attr-defined]
+    said = [w for w in words if w.endswith(("new lines", "new line"))]
+    return int(said[0].split()[0].replace(",", "")) if said else 0
+
+
 def test_output_follows_the_tail_until_scrolled_up(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run
 ) -> None:
@@ -341,7 +348,8 @@ def test_output_follows_the_tail_until_scrolled_up(
         await until(lambda: view.property("atYEnd"), what="the view at the end")
         assert find_item(window, "jumpToLiveButton") is None
 
-        # Scrolling up stops following: the view stays put while lines arrive.
+        # Scrolling up stops following: the view holds still, its rows too, while
+        # lines arrive; the footer counts them.
         await wheel(window, view, 15)
         await until(lambda: view.property("following") is False, what="paused")
         live = await item(window, "jumpToLiveButton")
@@ -349,7 +357,9 @@ def test_output_follows_the_tail_until_scrolled_up(
         await settle(0.3)
         top = view.property("contentY")
         count = view.property("count")
-        await until(lambda: view.property("count") > count + 20, what="more lines")
+        follow = await item(window, "followState")
+        await until(lambda: _new_lines(follow) > 20, what="new lines counted")
+        assert view.property("count") == count
         assert view.property("contentY") == top
         assert view.property("atYEnd") is False
 
@@ -374,6 +384,83 @@ def test_output_follows_the_tail_until_scrolled_up(
         await wheel(window, view, 15)
         await click(window, await item(window, "jumpToLiveButton"))
         await until(lambda: view.property("following") is True, what="live again")
+
+    run(scenario())
+
+
+#: Numbered lines as fast as the pipe takes them (hundreds of thousands a second).
+FLOOD = py(
+    """
+    import sys
+    out = sys.stdout
+    i = 0
+    while True:
+        out.write("".join(f"flood {n}\\n" for n in range(i, i + 5000)))
+        i += 5000
+    """
+)
+
+
+def _shown_rows(window: QQuickWindow, view: QQuickItem) -> list[str]:
+    """The texts of the rows the view shows now."""
+    output = window.property("outputModel")
+    line = float(view.property("contentHeight")) / max(1, int(view.property("count")))
+    first = int((float(view.property("contentY")) - float(view.property("originY"))) / line)
+    rows = range(first, first + int(float(view.property("height")) / line))
+    return [output.data(output.index(r, 0), Qt.ItemDataRole.DisplayRole) for r in rows]
+
+
+def test_a_flood_can_be_scrolled_and_read_while_it_goes_on(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        window, proc_id = await open_stream(sup, make_workspace, FLOOD)
+        view = view_of(window)
+        await until(lambda: view.property("count") > 5000, what="a flood")
+        assert view.property("following") is True
+        # The wheel works in a flood: it pauses, and the same lines stay on screen
+        # while more than 100,000 arrive.
+        await wheel(window, view, 10)
+        await until(lambda: view.property("following") is False, what="paused")
+        await settle(0.2)
+        shown = _shown_rows(window, view)
+        assert shown and all(text.startswith("flood ") for text in shown)
+        at = sup.get(proc_id).last_seq
+        await until(lambda: sup.get(proc_id).last_seq > at + 100_000, what="100k more lines")
+        follow = await item(window, "followState")
+        await until(lambda: _new_lines(follow) > 100_000, what="the new lines counted")
+        assert _shown_rows(window, view) == shown
+        # A click selects a line (the keys go to the lines), and PgUp moves back a
+        # page over the same rows; still held.
+        await click(window, view)
+        await settle(0.1)
+        assert _shown_rows(window, view) == shown
+        await key(window, Qt.Key.Key_PageUp)
+        await settle(0.2)
+        earlier = _shown_rows(window, view)
+        assert earlier != shown
+        assert int(earlier[0].split()[1]) < int(shown[0].split()[1])
+        await settle(0.3)
+        assert _shown_rows(window, view) == earlier
+        # End: following again, on the newest lines.
+        await key(window, Qt.Key.Key_End)
+        await until(lambda: view.property("following") is True, what="following")
+        newest = sup.get(proc_id).last_seq
+        await until(
+            lambda: int(_shown_rows(window, view)[-1].split()[1]) > newest - 100_000,
+            what="the newest lines shown",
+        )
+        # The footer counts up to the newest line, frame by frame (it lagged).
+        counts = await item(window, "lineCountText")
+        output = window.property("outputModel")
+        for _ in range(5):
+            await settle(0.1)
+            total = int(str(counts.property("text")).split(" of ")[1].split()[0].replace(",", ""))
+            newest = output.data(
+                output.index(output.rowCount() - 1, 0), Qt.ItemDataRole.DisplayRole
+            )
+            assert total == int(newest.split()[1]) + 1
+        await sup.kill(proc_id)
 
     run(scenario())
 

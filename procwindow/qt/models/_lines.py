@@ -183,6 +183,10 @@ class LineBuffer:
         """The seq of the oldest line held, or 0 when none is."""
         return self._seqs[self._head] if self._head < len(self._seqs) else 0
 
+    def last_seq(self) -> int:
+        """The seq of the newest line held, or 0 when none is."""
+        return self._seqs[-1] if self._head < len(self._seqs) else 0
+
     @property
     def base(self) -> int:
         """The number of the oldest line held."""

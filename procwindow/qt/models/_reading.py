@@ -80,9 +80,12 @@ class OutputReader:
 
     @property
     def earlier_lines(self) -> int:
-        """Lines of the proc before the oldest one held (seq counts every line from 1)."""
+        """Lines of the proc up to the newest one held that are not held (seq counts
+        every line from 1). Not only those before the oldest held: a reader that
+        falls behind a flood skips ahead to the newest ``max_lines``, and what it
+        held before stays, so the lines held may have gaps."""
         buf = self._buf
-        return buf.first_seq() - 1 if buf.held_count else self.cursor
+        return buf.last_seq() - buf.held_count if buf.held_count else self.cursor
 
     def read(self, limit: int | None) -> int:
         """Take up to ``limit`` new lines (None: all) into the buffer, not rows yet;

@@ -177,6 +177,8 @@ class OutputModel(QAbstractListModel):
     colorsChanged = Signal()
     partialChanged = Signal()
     earlierLinesChanged = Signal()
+    heldChanged = Signal()
+    pendingLinesChanged = Signal()
     shifted = Signal(int, arguments=["rows"])
     """The oldest ``rows`` lines went: row ``r`` shows what row ``r + rows`` showed
     (announced by ``dataChanged`` just before)."""
@@ -200,6 +202,8 @@ class OutputModel(QAbstractListModel):
         self._filter_error = ""
         self._dark = False
         self._current = -1  # the row of the current match
+        self._held = False  # new lines wait in the supervisor: the rows stay still
+        self._newest = 0  # the newest seq of the proc heard of
         self._show_times = False
         self._colors = {key: QColor(value) for key, value in DEFAULT_COLORS.items()}
         self._css = {key: _css(color) for key, color in self._colors.items()}
@@ -226,6 +230,8 @@ class OutputModel(QAbstractListModel):
         self._lifeline.release(self._pump)
         self._pump = None
         self._proc_id = proc_id
+        self._newest = 0
+        was_held, self._held = self._held, False  # another proc's lines: from its tail
         self._buf.reset()
         self._render.forget()  # the numbers start over
         proc = self._find_proc()
@@ -244,6 +250,9 @@ class OutputModel(QAbstractListModel):
         self.procIdChanged.emit()
         self.headerChanged.emit()
         self.partialChanged.emit()
+        if was_held:
+            self.heldChanged.emit()
+            self.pendingLinesChanged.emit()
         self._emit_counts(*counts)
         self._schedule()
 
@@ -286,6 +295,23 @@ class OutputModel(QAbstractListModel):
 
     def _get_filtering(self) -> bool:
         return self._buf.filtering
+
+    def _get_held(self) -> bool:
+        return self._held
+
+    def _set_held(self, held: bool) -> None:
+        if held == self._held:
+            return
+        self._held = held
+        self.heldChanged.emit()
+        self.pendingLinesChanged.emit()
+        if not held:
+            self._schedule()  # catch up: the lines that waited, or the newest maxLines
+
+    def _get_pending_lines(self) -> int:
+        if not self._held or not self._reader.reading:
+            return 0
+        return max(0, self._newest - self._reader.cursor)
 
     def _get_earlier_lines(self) -> int:
         return self._reader.earlier_lines
@@ -394,6 +420,13 @@ class OutputModel(QAbstractListModel):
     """Why ``filterText`` is not a valid regular expression, else ""."""
     filtering = qt_property(bool, _get_filtering, notify=filteringChanged)
     """True while a filter scan is still catching up."""
+    held = qt_property(bool, _get_held, _set_held, notify=heldChanged)
+    """Hold the rows still: new lines are not read until it turns false again
+    (a person reads, scrolls or selects while a flood goes on). Lines keep
+    coming into the supervisor's ring and logs meanwhile; once released, the
+    model reads on (at most the newest ``maxLines``, as always)."""
+    pendingLines = qt_property(int, _get_pending_lines, notify=pendingLinesChanged)
+    """While ``held``: lines the proc wrote that are not read yet (0 otherwise)."""
     earlierLines = qt_property(int, _get_earlier_lines, notify=earlierLinesChanged)
     """Lines of the proc before the oldest one held: not shown here, in the log files."""
     darkBackground = stored_property(bool, "_dark", darkBackgroundChanged, on_change=_restyle)
@@ -513,6 +546,13 @@ class OutputModel(QAbstractListModel):
 
     def _on_events(self, events: list[Event]) -> None:
         if any(ev.proc_id == self._proc_id or ev.missed for ev in events):
+            newest = max(
+                (ev.last_seq or 0 for ev in events if ev.proc_id == self._proc_id), default=0
+            )
+            if newest > self._newest:
+                self._newest = newest
+                if self._held:
+                    self.pendingLinesChanged.emit()
             self._schedule()
 
     def _schedule(self) -> None:
@@ -530,6 +570,8 @@ class OutputModel(QAbstractListModel):
 
     def _read(self, limit: int | None) -> int:
         """Take new lines from the supervisor into the buffer (no rows yet); how many."""
+        if self._held:
+            return 0
         partial = self._reader.partial
         got = self._reader.read(limit)
         self._partial_moved(partial)

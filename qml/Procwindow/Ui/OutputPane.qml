@@ -305,7 +305,11 @@ FocusScope {
 
                 ScrollBar.vertical: ScrollBar {
                     id: vbar
-                    policy: ScrollBar.AsNeeded
+                    objectName: "outputScrollBar"
+                    // Always there once the lines overflow: where the view is in them, at a glance.
+                    policy: view.height > 4 * Theme.lineHeight && view.contentHeight > view.height ? ScrollBar.AlwaysOn : ScrollBar.AsNeeded
+                    // A handle that can be seen and caught over 100,000 lines: at least 24 px.
+                    minimumSize: Math.min(1, 24 / Math.max(1, height))
                     onPressedChanged: pane.viewModel.scrollBarPressed(pressed, view.nearEnd)
                 }
                 ScrollBar.horizontal: ScrollBar { policy: ScrollBar.AsNeeded }
