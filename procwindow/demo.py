@@ -6,12 +6,12 @@
 =========  =======  =========  ==================================================
 session    agent    tool       what it does
 =========  =======  =========  ==================================================
-webapp     builder  shell      a chatty watch-mode build: ANSI colours, a ``\\r``
+webapp     builder  build      a chatty watch-mode build: ANSI colours, a ``\\r``
                                progress bar, a rebuild every few seconds
-webapp     builder  shell      a dev server that ignores SIGTERM (Term escalates)
-webapp     tester   shell      a test run that fails with exit status 1
+webapp     builder  server     a dev server that ignores SIGTERM (Term escalates)
+webapp     tester   test       a test run that fails with exit status 1
 docs       writer   web_fetch  a fetch that finishes cleanly
-docs       writer   shell      a docs build that writes warnings to stderr
+docs       writer   docs       a docs build that writes warnings to stderr
 =========  =======  =========  ==================================================
 
 The jobs are POSIX ``sh`` scripts beside it, ``resources/demo/NAME.sh``. They

@@ -15,7 +15,7 @@ in order, kept healthy.
 
     [[session.agent.command]]
     name = "web"                  # optional: unique in the workspace (default: the agent's)
-    tool = "shell"                # optional, default "shell"
+    tool = "npm"                  # optional (default: the command's name, as the table shows it)
     argv = ["npm", "run", "dev"]  # or: shell = "npm run dev | tee dev.log"
     cwd = "web"                   # optional, relative to the workspace file's
                                   # directory, which is also the default
@@ -57,7 +57,6 @@ import tomllib
 from typing import Any
 
 from ..core import (
-    DEFAULT_TOOL,
     MAX_GRACEFUL_TIMEOUT,
     Command,
     CommandError,
@@ -340,7 +339,8 @@ class _Checker(KeyChecker):
         table = self.table(cmd, where, _COMMAND_KEYS)
         name = self.command_name(table, where)
         args = self.argv(table, where)
-        tool = self.tool(table, where)
+        # The table's TOOL column names the command (not "shell" for every row).
+        tool = self.tool(table, where, default=name or agent)
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
@@ -401,8 +401,8 @@ class _Checker(KeyChecker):
                 key = (*key, exc.index)
             raise self.fail(key, exc.reason) from None
 
-    def tool(self, table: dict[str, Any], where: Key) -> str:
-        tool = table.get("tool", DEFAULT_TOOL)
+    def tool(self, table: dict[str, Any], where: Key, default: str) -> str:
+        tool = table.get("tool", default)
         key = (*where, "tool")
         if not isinstance(tool, str):
             raise self.fail(key, f"must be a string, got {_kind(tool)}")

@@ -490,7 +490,7 @@ def test_a_valid_file_keeps_its_meaning(tmp_path):
     assert first.graceful_timeout == 2.0
     assert second.argv == ("/bin/sh", "-c", "echo hi | cat")
     assert second.cwd == str(tmp_path)
-    assert second.tool == "shell"
+    assert second.tool == "frontend"  # unnamed: the agent's name, as its command's
     assert second.graceful_timeout is None
 
 

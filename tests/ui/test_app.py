@@ -92,4 +92,5 @@ def test_the_demo_covers_two_sessions_and_three_agents() -> None:
     }
     assert job_argv("build") == ["sh", "demo/build.sh"]
     assert [job.name for job in DEMO_JOBS] == ["build", "server", "test", "fetch", "docs"]
-    assert {job.tool for job in DEMO_JOBS} == {"shell", "web_fetch"}
+    # Each row names its command, unless the file gives a tool.
+    assert {job.tool for job in DEMO_JOBS} == {"build", "server", "test", "web_fetch", "docs"}

@@ -354,6 +354,7 @@ def test_output_follows_the_tail_until_scrolled_up(
         await until(lambda: view.property("following") is False, what="paused")
         live = await item(window, "jumpToLiveButton")
         assert live.property("toolTipText").endswith("End")
+        await until(lambda: not view.property("moving"), what="the wheel's scroll settled")
         await settle(0.3)
         top = view.property("contentY")
         count = view.property("count")
@@ -422,6 +423,7 @@ def test_a_flood_can_be_scrolled_and_read_while_it_goes_on(
         # while more than 100,000 arrive.
         await wheel(window, view, 10)
         await until(lambda: view.property("following") is False, what="paused")
+        await until(lambda: not view.property("moving"), what="the wheel's scroll settled")
         await settle(0.2)
         shown = _shown_rows(window, view)
         assert shown and all(text.startswith("flood ") for text in shown)
@@ -436,6 +438,7 @@ def test_a_flood_can_be_scrolled_and_read_while_it_goes_on(
         await settle(0.1)
         assert _shown_rows(window, view) == shown
         await key(window, Qt.Key.Key_PageUp)
+        await until(lambda: not view.property("moving"), what="the page settled")
         await settle(0.2)
         earlier = _shown_rows(window, view)
         assert earlier != shown

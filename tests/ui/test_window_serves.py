@@ -126,7 +126,7 @@ def test_up_opens_a_workspace_that_ctl_reaches(tmp_path: Path) -> None:
             return done.stdout
 
         rows = ctl("idx").splitlines()
-        assert rows[1].split("\t")[:4] == ["1", "running", "-1", "shell"]
+        assert rows[1].split("\t")[:4] == ["1", "running", "-1", "dev"]  # the command's name
         assert ctl("sessions") == "proj  1/1\n  dev  1/1\n"
         deadline = time.monotonic() + 10
         while ctl("out", "1") != "up-and-running\n":
