@@ -101,6 +101,8 @@ MAX_KEY_PARTS = 16
 
 
 _TOP_KEYS = {"name", "graceful_timeout", "session", "attach"}
+#: Top-level keys of other tools' files, said as such (their keys mean other things here).
+_FOREIGN_KEYS = {"processes": "process-compose", "services": "Docker Compose"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
 #: The keys of a workspace's command that are not fields of ``run``.
@@ -196,9 +198,10 @@ def parse_workspace(text: str, path: str = "<workspace>") -> Workspace:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"line (\d+)", str(exc))
-        raise WorkspaceError(
-            path, int(match.group(1)) if match else None, "", f"invalid TOML: {exc}"
-        ) from None
+        why = f"invalid TOML: {exc}"
+        if str(path).endswith((".yaml", ".yml")):
+            why = "a workspace is a TOML file; YAML (process-compose, Compose) is not read"
+        raise WorkspaceError(path, int(match.group(1)) if match else None, "", why) from None
     except RecursionError:
         raise WorkspaceError(path, None, "", "invalid TOML: nested too deeply") from None
     except ValueError as exc:
@@ -216,6 +219,14 @@ class _Checker(KeyChecker):
     """
 
     def workspace(self, data: dict[str, Any]) -> Workspace:
+        for key, tool in _FOREIGN_KEYS.items():
+            if key in data and "session" not in data:
+                raise self.fail(
+                    (key,),
+                    f"this reads like a {tool} file; a procwindow workspace lists its commands"
+                    " under [[session]], [[session.agent]] and [[session.agent.command]]"
+                    " (README: Workspaces)",
+                )
         self.table(data, (), _TOP_KEYS)
         name = data.get("name")
         if name is not None:

@@ -274,7 +274,27 @@ BAD: dict[str, tuple[str, int | None, str, str]] = {
     "integer-too-long": ("graceful_timeout = " + "9" * 5000 + "\n", None, "", "too many digits"),
     "long-dotted-key": ("a" + ".a" * 5000 + " = 1\n", 1, "", f"more than {MAX_KEY_PARTS} parts"),
     "long-dotted-header": ("\n[" + ".".join(["a"] * 5000) + "]\n", 2, "", "more than"),
+    # other tools' files, named as such
+    "process-compose": (
+        '[processes.db]\ncommand = "postgres"\n[processes.api]\ncommand = "uvicorn app:app"\n'
+        'depends_on = { db = { condition = "process_healthy" } }\n',
+        1,
+        "processes",
+        "reads like a process-compose file; a procwindow workspace lists its commands under"
+        " [[session]]",
+    ),
+    "docker-compose": ('[services.web]\nimage = "nginx"\n', 1, "services", "Docker Compose"),
 }
+
+
+def test_a_yaml_file_is_said_to_be_one(tmp_path):
+    path = tmp_path / "process-compose.yaml"
+    path.write_text('version: "0.5"\nprocesses:\n  db:\n    command: postgres\n')
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(path)
+    assert str(info.value) == (
+        f"{path}:1: a workspace is a TOML file; YAML (process-compose, Compose) is not read"
+    )
 
 
 @pytest.mark.parametrize(("text", "line", "key", "fragment"), BAD.values(), ids=BAD.keys())
