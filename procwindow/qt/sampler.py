@@ -310,9 +310,12 @@ class RowSampler:
             self._histories.pop(proc_id, None)
 
     def keep_only(self, proc_ids: set[int]) -> None:
-        """Drop the histories of every proc but ``proc_ids``."""
+        """Drop the histories of every proc but ``proc_ids`` (the model shows
+        another scope: the procs it shares with the last keep theirs); a
+        sampling under way stops."""
         for proc_id in self._histories.keys() - proc_ids:
             del self._histories[proc_id]
+        self._round += 1
 
     def clear(self) -> None:
         """Drop every history (the model shows another scope)."""

@@ -76,6 +76,7 @@ class Sparkline(QQuickPaintedItem):
     colorChanged = Signal()
     lineWidthChanged = Signal()
     fillOpacityChanged = Signal()
+    lonePointsChanged = Signal()
 
     def __init__(self, parent: QQuickItem | None = None) -> None:
         super().__init__(parent)
@@ -89,6 +90,7 @@ class Sparkline(QQuickPaintedItem):
         self._color = QColor("#3574f0")
         self._line_width = 1.0
         self._fill_opacity = 0.2
+        self._lone_points = True
         self.setAntialiasing(True)
 
     # -- what it draws -----------------------------------------------------------------
@@ -186,11 +188,22 @@ class Sparkline(QQuickPaintedItem):
             self.fillOpacityChanged.emit()
             self.update()
 
+    def _get_lone_points(self) -> bool:
+        return self._lone_points
+
+    def _set_lone_points(self, lone: bool) -> None:
+        if lone != self._lone_points:
+            self._lone_points = lone
+            self.lonePointsChanged.emit()
+            self.update()
+
     capacity = Property(int, _get_capacity, _set_capacity, notify=capacityChanged)
     """How many samples fit across the width."""
     color = Property(QColor, _get_color, _set_color, notify=colorChanged)
     lineWidth = Property(float, _get_line_width, _set_line_width, notify=lineWidthChanged)
     fillOpacity = Property(float, _get_fill_opacity, _set_fill_opacity, notify=fillOpacityChanged)
+    lonePoints = Property(bool, _get_lone_points, _set_lone_points, notify=lonePointsChanged)
+    """Draw a sample with no neighbour as a dot (off: only lines are drawn)."""
 
     # -- painting ------------------------------------------------------------------------
 
@@ -235,7 +248,7 @@ class Sparkline(QQuickPaintedItem):
         painter.setPen(pen)
         painter.setBrush(Qt.BrushStyle.NoBrush)
         for run in runs:
-            if run.size() == 1:
-                painter.drawPoint(run.first())
-            else:
+            if run.size() > 1:
                 painter.drawPolyline(run)
+            elif self._lone_points:
+                painter.drawPoint(run.first())

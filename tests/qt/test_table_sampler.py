@@ -128,6 +128,29 @@ def test_each_sample_adds_a_point_and_announces_the_stats_columns(
     model.close()
 
 
+def test_a_proc_keeps_its_samples_when_the_table_shows_another_scope_with_it(
+    sup: Supervisor, qrun: QRun
+) -> None:
+    model = ProcModel(sup, "s", "a", ticker=Ticker(None))
+    mine = qrun(sup.spawn(SLEEP, session="s", agent="a"))
+    other = qrun(sup.spawn(SLEEP, session="t", agent="b"))
+    qrun(until(lambda: model.rowCount() == 1))
+    for _ in range(3):
+        model.sample()
+    assert len(model.history(mine.id).cpu) == 3  # type: ignore[union-attr]
+    # The whole session still shows it: its sparkline goes on from where it was.
+    model.setScope("s", "")
+    qrun(until(lambda: model.rowCount() == 1))
+    assert len(model.history(mine.id).cpu) == 3  # type: ignore[union-attr]
+    model.sample()
+    assert len(model.history(mine.id).cpu) == 4  # type: ignore[union-attr]
+    # Another session does not: its samples go.
+    model.setScope("t", "")
+    qrun(until(lambda: model.procIdAt(0) == other.id))
+    assert model.history(mine.id) is None
+    model.close()
+
+
 def test_rows_off_screen_are_not_sampled(sup: Supervisor, qrun: QRun) -> None:
     calls: list[int] = []
     sup.stats = counting(sup, calls)  # type: ignore[method-assign]

@@ -282,6 +282,14 @@ def test_cpu_and_memory_cells_draw_the_rows_on_screen_only(sup: Supervisor, run:
             for y in range(int(spark.height()))
         }
         assert len(colours) >= 3
+        # The value sits on the row's text line (centred, as every other cell's),
+        # over a sparkline as tall as the row allows.
+        cell = await item(window, f"cpuCell-{busy}")
+        middle = cell.mapToScene(QPointF(0, cell.height() / 2)).y()
+        label = text.mapToScene(QPointF(0, text.height() / 2)).y()
+        assert abs(label - middle) <= 1
+        assert spark.height() >= cell.height() - 10
+        assert spark.property("lonePoints") is True
 
         # Exited: no longer sampled, "–", the line kept and greyed.
         await sup.kill(busy)
@@ -289,6 +297,7 @@ def test_cpu_and_memory_cells_draw_the_rows_on_screen_only(sup: Supervisor, run:
         spark = await item(window, f"cpuSparkline-{busy}")
         assert spark.property("revision") >= 3
         assert spark.property("color") == QColor("#6f737a")  # Theme.textFaint
+        assert spark.property("lonePoints") is False  # no stray dot for a last lone sample
         calls.clear()
         await settle(1.2)
         assert busy not in calls or busy == window_model(window).streamingProcId

@@ -272,7 +272,6 @@ class ProcModel(QAbstractTableModel):
         rows = self._rows
         if rows.sort_column not in self._columns:  # the Agent column went
             rows.sort_column, rows.descending = None, False
-        self._sampler.clear()
         pattern = self._pattern()
         procs: list[Proc] = []
         if pattern is not None:
@@ -280,6 +279,8 @@ class ProcModel(QAbstractTableModel):
             # the two; events about rows already taken are applied idempotently.
             self._pump = self._lifeline.hold(EventPump(self._sup, pattern, self._on_events))
             procs = self._sup.procs(self._session, self._agent or None)
+        # A proc of the new scope as of the old one keeps its last minute of samples.
+        self._sampler.keep_only({p.id for p in procs})
         rows.reset(procs)
         self._update_timer()
 

@@ -215,9 +215,11 @@ FocusScope {
         }
     }
 
-    // CPU or memory: the latest value over a sparkline of the last minute; greyed
-    // (and "–") once the proc exited, its sparkline kept. The sparkline reads the
-    // row's samples from the model whenever `samples` changes.
+    // CPU or memory: a sparkline of the last minute across the whole cell, as tall
+    // as the row allows and faint, under the latest value, which sits on the
+    // row's text line like every other cell's. Greyed (and "–") once the proc
+    // exited, its sparkline kept. The sparkline reads the row's samples from the
+    // model whenever `samples` changes.
     component StatsCell: Cell {
         id: statsCell
         required property bool statsLive
@@ -225,13 +227,26 @@ FocusScope {
         property string valueText
         property color lineColor: Theme.accent
 
+        Sparkline {
+            objectName: statsCell.columnName + "Sparkline-" + statsCell.procId
+            anchors.fill: parent
+            anchors.topMargin: 5
+            anchors.bottomMargin: 5
+            source: table.procModel
+            procId: statsCell.procId
+            series: statsCell.columnName
+            revision: statsCell.samples
+            color: statsCell.statsLive ? statsCell.lineColor : Theme.textFaint
+            opacity: statsCell.statsLive ? 0.6 : 0.35
+            // A lone sample draws a dot only while the proc runs (its first one).
+            lonePoints: statsCell.statsLive
+            // The line alone: a fill below it doubles the cost of a paint
+            // (benchmarks/bench_sampler.py draw).
+            fillOpacity: 0
+        }
         Text {
             objectName: statsCell.columnName + "Text-" + statsCell.procId
-            anchors.left: parent.left
-            anchors.right: parent.right
-            anchors.top: parent.top
-            anchors.topMargin: 2
-            height: 14
+            anchors.fill: parent
             text: statsCell.valueText
             color: statsCell.statsLive ? Theme.text : Theme.textFaint
             font.family: Theme.monoFamily
@@ -239,22 +254,6 @@ FocusScope {
             horizontalAlignment: Text.AlignRight
             verticalAlignment: Text.AlignVCenter
             elide: Text.ElideLeft
-        }
-        Sparkline {
-            objectName: statsCell.columnName + "Sparkline-" + statsCell.procId
-            anchors.left: parent.left
-            anchors.right: parent.right
-            anchors.bottom: parent.bottom
-            anchors.bottomMargin: 3
-            height: 8
-            source: table.procModel
-            procId: statsCell.procId
-            series: statsCell.columnName
-            revision: statsCell.samples
-            color: statsCell.statsLive ? statsCell.lineColor : Theme.textFaint
-            // The line alone: a fill below it doubles the cost of a paint
-            // (benchmarks/bench_sampler.py draw).
-            fillOpacity: 0
         }
     }
 
