@@ -192,6 +192,15 @@ def test_dragging_a_header_edge_resizes_its_column(sup: Supervisor, run: Run) ->
         header = await item(window, "header-pid")
         assert header.width() == after["pid"]  # the header follows its column
 
+        # A near miss, 4 px inside the next title, still takes the edge: it
+        # resizes, and does not sort by that column.
+        edge = header.mapToScene(QPointF(header.width(), header.height() / 2)).toPoint()
+        sorted_by = model.sortColumn
+        await drag(window, edge + QPoint(4, 0), [-5, -10, -20])
+        await settle(0.2)
+        assert model.sortColumn == sorted_by
+        assert abs(width_of(window, "pid", first) - (after["pid"] - 20)) <= 1
+
         # As far right as it goes: the command keeps its narrowest, every other
         # column its width, and the table still fits the window.
         await drag(window, center(await item(window, "resizeHandle-pid")), [30, 400, 800])

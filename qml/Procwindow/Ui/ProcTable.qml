@@ -93,6 +93,8 @@ FocusScope {
 
             objectName: "header-" + key
             implicitHeight: 28
+            // Each title over the next: a column's resize handle reaches past its edge.
+            z: 1000 - column
             color: headerHover.hovered && key !== "actions" ? Theme.hover : Theme.header
 
             HoverHandler { id: headerHover }
@@ -150,12 +152,14 @@ FocusScope {
                 color: Theme.border
             }
             // The column's right edge: drag to resize, double-click for the automatic width.
+            // It straddles the edge, 6 px each side: a near miss resizes rather than sorts.
             MouseArea {
                 id: resizeHandle
                 objectName: "resizeHandle-" + headerCell.key
                 visible: style.resizable(headerCell.key) && headerCell.width > 0
                 anchors.right: parent.right
-                width: 7
+                anchors.rightMargin: -6
+                width: 12
                 height: parent.height
                 cursorShape: Qt.SplitHCursor
                 preventStealing: true
@@ -167,7 +171,7 @@ FocusScope {
                 onDoubleClicked: style.resetColumn(headerCell.column)
 
                 Rectangle {
-                    anchors.right: parent.right
+                    anchors.horizontalCenter: parent.horizontalCenter
                     anchors.verticalCenter: parent.verticalCenter
                     width: resizeHandle.containsMouse || resizeHandle.pressed ? 2 : 1
                     height: resizeHandle.containsMouse || resizeHandle.pressed ? parent.height : parent.height - 12
