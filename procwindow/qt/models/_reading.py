@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 from procwindow.core import Line, Proc, ProcNotFound, ProcwindowError, Stream, SupervisorAPI
 
+from .. import ansi
 from ._lines import LineBuffer
 
 __all__ = ["LogFacts", "OutputReader"]
@@ -48,7 +49,9 @@ class OutputReader:
     false at the end of its output (both pipes closed and all read) or once
     the supervisor no longer knows it (dismissed); what was read stays.
     ``backlog``: the last read hit its limit (more lines wait). ``newest``:
-    the proc's newest seq at the last read.
+    the proc's newest seq at the last read. ``held``: read nothing for now (a
+    person reads what is there); ``pending`` counts the lines written since,
+    as the proc's events tell (``hear``).
     """
 
     def __init__(self, supervisor: SupervisorAPI, buf: LineBuffer) -> None:
@@ -60,6 +63,8 @@ class OutputReader:
         self.backlog = False  # the last read hit its limit
         self.line_cost = 0.0  # seconds a line took to read (a running average)
         self.newest = 0  # the proc's newest seq at the last read
+        self.heard = 0  # the proc's newest seq its events told of
+        self.held = False
         self.partial: Line | None = None  # the line begun and not ended
 
     def start(self, proc: Proc | None) -> None:
@@ -67,8 +72,8 @@ class OutputReader:
         lines it has."""
         self.proc_id = proc.id if proc is not None else -1
         self.partial = None
-        self.cursor = self.newest = 0
-        self.reading = self.backlog = False
+        self.cursor = self.newest = self.heard = 0
+        self.reading = self.backlog = self.held = False
         if proc is not None:
             self.reading = True
             self.cursor = max(0, proc.last_seq - self._buf.max_lines)
@@ -87,11 +92,31 @@ class OutputReader:
         buf = self._buf
         return buf.last_seq() - buf.held_count if buf.held_count else self.cursor
 
+    @property
+    def partial_text(self) -> str:
+        """The unfinished line, ANSI stripped ("" for none)."""
+        return "" if self.partial is None else ansi.strip_ansi(self.partial.text)
+
+    @property
+    def partial_is_stderr(self) -> bool:
+        return self.partial is not None and self.partial.stream is Stream.STDERR
+
+    @property
+    def pending(self) -> int:
+        """While held: lines the proc wrote that are not read yet (0 otherwise)."""
+        return max(0, self.heard - self.cursor) if self.held and self.reading else 0
+
+    def hear(self, newest: int) -> bool:
+        """The proc's events tell of lines up to seq ``newest``; True if ``pending`` grew."""
+        grew = newest > self.heard
+        self.heard = max(self.heard, newest)
+        return grew and self.held
+
     def read(self, limit: int | None) -> int:
         """Take up to ``limit`` new lines (None: all) into the buffer, not rows yet;
-        how many."""
+        how many (none while held)."""
         self.backlog = False
-        if not self.reading:
+        if not self.reading or self.held:
             return 0
         started = time.perf_counter()
         try:

@@ -24,7 +24,6 @@ from PySide6.QtQml import QmlElement
 from procwindow.core import Event, Line, Proc, ProcNotFound, Stream, SupervisorAPI
 from procwindow.core.rules import scope_pattern
 
-from .. import ansi
 from .._support import (
     EventPump,
     Lifeline,
@@ -76,10 +75,6 @@ _STYLE_ROLES = [OutputRole.STYLED, OutputRole.SHOWN, OutputRole.SHOWN_FORMAT]
 #: Seconds of filtering (or ANSI stripping) per frame; a longer scan goes on in
 #: the next frames.
 FILTER_BUDGET = 0.005
-
-
-def _css(color: QColor) -> str:
-    return color.name(QColor.NameFormat.HexArgb)
 
 
 def _color_property(key: str, notify: Signal) -> QColor:
@@ -195,6 +190,8 @@ class OutputModel(QAbstractListModel):
         self._buf = LineBuffer(DEFAULT_MAX_LINES)
         self._reader = OutputReader(self._sup, self._buf)
         self._render = LineRenderer()
+        argb = QColor.NameFormat.HexArgb
+        self._render.colors.update({k: QColor(v).name(argb) for k, v in DEFAULT_COLORS.items()})
         self._count = 0  # the rows views were told of (rowCount)
         self._filter_text = ""
         self._filter_regex = False
@@ -202,11 +199,7 @@ class OutputModel(QAbstractListModel):
         self._filter_error = ""
         self._dark = False
         self._current = -1  # the row of the current match
-        self._held = False  # new lines wait in the supervisor: the rows stay still
-        self._newest = 0  # the newest seq of the proc heard of
         self._show_times = False
-        self._colors = {key: QColor(value) for key, value in DEFAULT_COLORS.items()}
-        self._css = {key: _css(color) for key, color in self._colors.items()}
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
         self._frame_counts = self._counts()  # the counts before this frame's read
@@ -230,8 +223,7 @@ class OutputModel(QAbstractListModel):
         self._lifeline.release(self._pump)
         self._pump = None
         self._proc_id = proc_id
-        self._newest = 0
-        was_held, self._held = self._held, False  # another proc's lines: from its tail
+        was_held = self._reader.held  # another proc's lines: from its tail, read
         self._buf.reset()
         self._render.forget()  # the numbers start over
         proc = self._find_proc()
@@ -296,22 +288,12 @@ class OutputModel(QAbstractListModel):
     def _get_filtering(self) -> bool:
         return self._buf.filtering
 
-    def _get_held(self) -> bool:
-        return self._held
-
     def _set_held(self, held: bool) -> None:
-        if held == self._held:
-            return
-        self._held = held
-        self.heldChanged.emit()
-        self.pendingLinesChanged.emit()
-        if not held:
-            self._schedule()  # catch up: the lines that waited, or the newest maxLines
-
-    def _get_pending_lines(self) -> int:
-        if not self._held or not self._reader.reading:
-            return 0
-        return max(0, self._newest - self._reader.cursor)
+        if held != self._reader.held:
+            self._reader.held = held
+            self.heldChanged.emit()
+            self.pendingLinesChanged.emit()
+            self._schedule()  # released: the lines that waited, or the newest maxLines
 
     def _get_earlier_lines(self) -> int:
         return self._reader.earlier_lines
@@ -342,7 +324,7 @@ class OutputModel(QAbstractListModel):
 
     def _restyle(self) -> None:
         """Apply darkBackground, showTimes or a colour: every line is drawn anew."""
-        self._render.restyle(show_times=self._show_times, dark=self._dark, colors=self._css)
+        self._render.restyle(show_times=self._show_times, dark=self._dark)
         rows = self._count
         if rows:
             self.dataChanged.emit(self.index(0), self.index(rows - 1), _STYLE_ROLES)
@@ -370,27 +352,16 @@ class OutputModel(QAbstractListModel):
         self.currentMatchChanged.emit()
 
     def _color(self, key: str) -> QColor:
-        return QColor(self._colors[key])
+        return QColor(self._render.colors[key])
 
     def _set_color(self, key: str, color: QColor) -> None:
-        color = QColor(color)
-        if color == self._colors[key]:
-            return
-        self._colors[key] = color
-        self._css[key] = _css(color)
-        self.colorsChanged.emit()
-        self._restyle()
-
-    def _get_partial_text(self) -> str:
-        partial = self._reader.partial
-        return "" if partial is None else ansi.strip_ansi(partial.text)
+        if QColor(color) != self._color(key):
+            self._render.colors[key] = QColor(color).name(QColor.NameFormat.HexArgb)
+            self.colorsChanged.emit()
+            self._restyle()
 
     def _get_partial_styled(self) -> str:
         return self._render.partial(self._reader.partial)
-
-    def _get_partial_is_stderr(self) -> bool:
-        partial = self._reader.partial
-        return partial is not None and partial.stream is Stream.STDERR
 
     def _partial_moved(self, old: Line | None) -> None:
         """Tell views if the unfinished line is not ``old`` any more."""
@@ -420,12 +391,10 @@ class OutputModel(QAbstractListModel):
     """Why ``filterText`` is not a valid regular expression, else ""."""
     filtering = qt_property(bool, _get_filtering, notify=filteringChanged)
     """True while a filter scan is still catching up."""
-    held = qt_property(bool, _get_held, _set_held, notify=heldChanged)
-    """Hold the rows still: new lines are not read until it turns false again
-    (a person reads, scrolls or selects while a flood goes on). Lines keep
-    coming into the supervisor's ring and logs meanwhile; once released, the
-    model reads on (at most the newest ``maxLines``, as always)."""
-    pendingLines = qt_property(int, _get_pending_lines, notify=pendingLinesChanged)
+    held = qt_property(bool, lambda self: self._reader.held, _set_held, notify=heldChanged)
+    """Hold the rows still (a person reads, scrolls or selects in a flood): no
+    new line is read until it turns false; then the newest ``maxLines`` at most."""
+    pendingLines = qt_property(int, lambda self: self._reader.pending, notify=pendingLinesChanged)
     """While ``held``: lines the proc wrote that are not read yet (0 otherwise)."""
     earlierLines = qt_property(int, _get_earlier_lines, notify=earlierLinesChanged)
     """Lines of the proc before the oldest one held: not shown here, in the log files."""
@@ -444,11 +413,13 @@ class OutputModel(QAbstractListModel):
     """The background of the current match's matches."""
     timeColor = _color_property("time", colorsChanged)
     """The colour of the times ``showTimes`` shows."""
-    partialText = qt_property(str, _get_partial_text, notify=partialChanged)
+    partialText = qt_property(str, lambda self: self._reader.partial_text, notify=partialChanged)
     """The unfinished line (ANSI stripped), "" for none."""
     partialStyled = qt_property(str, _get_partial_styled, notify=partialChanged)
     """The unfinished line as ``styled`` renders a row (its time too, with ``showTimes``)."""
-    partialIsStderr = qt_property(bool, _get_partial_is_stderr, notify=partialChanged)
+    partialIsStderr = qt_property(
+        bool, lambda self: self._reader.partial_is_stderr, notify=partialChanged
+    )
     """True when the unfinished line is on stderr."""
 
     # -- Qt model interface ------------------------------------------------------
@@ -546,13 +517,9 @@ class OutputModel(QAbstractListModel):
 
     def _on_events(self, events: list[Event]) -> None:
         if any(ev.proc_id == self._proc_id or ev.missed for ev in events):
-            newest = max(
-                (ev.last_seq or 0 for ev in events if ev.proc_id == self._proc_id), default=0
-            )
-            if newest > self._newest:
-                self._newest = newest
-                if self._held:
-                    self.pendingLinesChanged.emit()
+            mine = (ev.last_seq or 0 for ev in events if ev.proc_id == self._proc_id)
+            if self._reader.hear(max(mine, default=0)):
+                self.pendingLinesChanged.emit()
             self._schedule()
 
     def _schedule(self) -> None:
@@ -570,8 +537,6 @@ class OutputModel(QAbstractListModel):
 
     def _read(self, limit: int | None) -> int:
         """Take new lines from the supervisor into the buffer (no rows yet); how many."""
-        if self._held:
-            return 0
         partial = self._reader.partial
         got = self._reader.read(limit)
         self._partial_moved(partial)
