@@ -39,9 +39,10 @@ def marked_html(
 
     ``marks`` are sorted, non-overlapping ``(start, end)`` offsets into the
     plain text; ``color`` is any CSS colour Qt reads (``#aarrggbb`` for a
-    translucent one). Inside a mark the text keeps its ANSI colour and
-    attributes, but not an ANSI background or ``inverse``: the mark's colour
-    shows there. Text is escaped (``<``, ``>``, ``&``), runs of spaces and tabs
+    translucent one). Inside a mark the text keeps its ANSI attributes (bold,
+    underline…) but not its ANSI colours nor ``inverse``: the mark's colour
+    shows behind the line's own text colour, which reads on it (red on amber
+    did not). Text is escaped (``<``, ``>``, ``&``), runs of spaces and tabs
     keep their width, as in ``to_html``.
     """
     if not marks:
@@ -65,7 +66,7 @@ def marked_html(
                 stop = min(end, marks[mark][0]) if mark < len(marks) else end
             body, column = _html_text(span.text[cut - pos : stop - pos], column)
             if inside:
-                style = dataclasses.replace(span.style, bg=None, inverse=False)
+                style = dataclasses.replace(span.style, fg=None, bg=None, inverse=False)
                 out.append(f"{opening}{_wrap(body, style, palette)}</span>")
             else:
                 out.append(_wrap(body, span.style, palette))

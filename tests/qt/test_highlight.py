@@ -96,7 +96,9 @@ def test_marks_per_line_are_bounded() -> None:
     assert len(marker("a" * (MAX_MARKS * 3))) == MAX_MARKS
 
 
-def test_marked_html_escapes_and_keeps_the_ansi_colours() -> None:
+def test_marked_html_escapes_and_drops_the_ansi_colours_inside_a_mark() -> None:
+    # Red text on the amber mark could not be read: a mark shows the line's own
+    # text colour, and the ANSI colour goes on around it.
     line = "\x1b[31m<b>&</b>\x1b[0m x<y"
     plain = ansi.strip_ansi(line)
     marker = compile_marker("b>&<", False, True)
@@ -105,7 +107,7 @@ def test_marked_html_escapes_and_keeps_the_ansi_colours() -> None:
     red = ansi.DARK_PALETTE.colors[1]
     assert html == (
         f'<font color="{red}">&lt;</font>'
-        f'{SPAN}<font color="{red}">b&gt;&amp;&lt;</font></span>'
+        f"{SPAN}b&gt;&amp;&lt;</span>"
         f'<font color="{red}">/b&gt;</font>&nbsp;x&lt;y'
     )
     # No markup in the text survives unescaped; without marks it is ansi's own.
@@ -114,19 +116,20 @@ def test_marked_html_escapes_and_keeps_the_ansi_colours() -> None:
 
 
 def test_marked_html_spans_styles_and_keeps_columns() -> None:
-    # A match across two colours: one mark per styled piece, side by side.
+    # A match across two colours: one mark per styled piece, side by side, each
+    # in the line's own colour; bold and the rest of the style stay.
     line = "\x1b[32mgre\x1b[34men\x1b[0m\tdone  twice"
     html = marked_html(line, [(1, 4), (9, 15)], MARK)
     green, blue = ansi.LIGHT_PALETTE.colors[2], ansi.LIGHT_PALETTE.colors[4]
     assert html.startswith(
-        f'<font color="{green}">g</font>{SPAN}<font color="{green}">re</font></span>'
-        f'{SPAN}<font color="{blue}">e</font></span><font color="{blue}">n</font>'
+        f'<font color="{green}">g</font>{SPAN}re</span>{SPAN}e</span><font color="{blue}">n</font>'
     )
     # The tab still reaches column 8, and runs of spaces keep their width.
     assert re.sub("<[^>]+>", "", html).replace("&nbsp;", " ") == "green   done  twice"
     # An ANSI background or inverse gives way to the mark inside it.
     inverse = marked_html("\x1b[7;41mhot\x1b[0m", [(0, 3)], MARK)
     assert inverse == f"{SPAN}hot</span>"
+    assert marked_html("\x1b[1;31mhot\x1b[0m", [(0, 3)], MARK) == f"{SPAN}<b>hot</b></span>"
 
 
 def test_times_before_lines_and_in_copies() -> None:
