@@ -109,6 +109,8 @@ def _hits(m: Matcher, block: bytes | bytearray, ends: Iterable[int]) -> list[int
 
 
 def _line_ends(block: bytes) -> list[int]:
+    if not block:
+        return []  # an empty log holds no line
     ends = [i for i, c in enumerate(block) if c == 0x0A]
     if not block.endswith(b"\n"):
         ends.append(len(block))
