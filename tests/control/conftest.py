@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,6 +95,26 @@ def ctl_in_process(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.CompletedProcess(
         ["procwindow", "ctl", *args], status, out.getvalue(), err.getvalue()
     )
+
+
+def out_result(batch: Any) -> dict:
+    """The ``result`` of an ``out`` reply that gives ``batch`` (a ``read()``), as JSON reads it."""
+    result = {
+        "lines": [
+            {
+                "seq": ln.seq,
+                "stream": ln.stream.value,
+                "time": ln.time,
+                "text": ln.text,
+                **({"split": True} if ln.split else {}),
+            }
+            for ln in batch.lines
+        ],
+        "dropped": batch.dropped,
+        "cursor": batch.cursor,
+        "eof": batch.eof,
+    }
+    return dict(json.loads(json.dumps(result)))
 
 
 def read_message(sock: socket.socket) -> dict:

@@ -35,7 +35,14 @@ from procwindow.control import ControlServer, SocketDirError, default_socket_pat
 from procwindow.control._protocol import MAX_DEPTH, ProtocolError, decode_request
 from procwindow.control.server import REQUEST_TIMEOUT, SEND_TIMEOUT
 
-from ..control.conftest import ROOT, Server, isolated_env, read_message, start_server
+from ..control.conftest import (
+    ROOT,
+    Server,
+    isolated_env,
+    out_result,
+    read_message,
+    start_server,
+)
 from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY, alive, py
 from ..tiers import examples, scaled
 
@@ -340,26 +347,7 @@ def test_out_reply_written_in_pieces_equals_one_read(tmp_path):
                         req["stream"] = stream
                     reply = await client.request(req)
                     assert reply["id"] == [since]
-                    batch = sup.read(p.id, since, limit=limit, stream=stream)
-                    want = json.loads(
-                        json.dumps(
-                            {
-                                "lines": [
-                                    {
-                                        "seq": ln.seq,
-                                        "stream": ln.stream.value,
-                                        "time": ln.time,
-                                        "text": ln.text,
-                                        **({"split": True} if ln.split else {}),
-                                    }
-                                    for ln in batch.lines
-                                ],
-                                "dropped": batch.dropped,
-                                "cursor": batch.cursor,
-                                "eof": batch.eof,
-                            }
-                        )
-                    )
+                    want = out_result(sup.read(p.id, since, limit=limit, stream=stream))
                     assert reply["result"] == want, (since, limit, stream)
                 assert (await client.request({"op": "hello"}))["ok"] is True
             finally:

@@ -10,7 +10,6 @@ import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -18,6 +17,7 @@ from procwindow import Supervisor
 from procwindow.control import _handlers_streams
 from procwindow.control._handlers_streams import _StreamVerbs
 
+from ..control.conftest import out_result
 from ..core.helpers import py, until
 from ..tiers import examples
 
@@ -39,24 +39,6 @@ class _Collect:
 
     async def send(self, data: bytes, *, patient: bool = False) -> None:
         self.data += data
-
-
-def _as_reply(batch: Any) -> dict[str, Any]:
-    return {
-        "lines": [
-            {
-                "seq": ln.seq,
-                "stream": ln.stream.value,
-                "time": ln.time,
-                "text": ln.text,
-                **({"split": True} if ln.split else {}),
-            }
-            for ln in batch.lines
-        ],
-        "dropped": batch.dropped,
-        "cursor": batch.cursor,
-        "eof": batch.eof,
-    }
 
 
 @pytest.mark.parametrize("log_cap", [None, 64 * 1024])
@@ -88,7 +70,7 @@ def test_out_gives_what_read_gives_wherever_its_reads_are_cut(
                 await verbs._out_reply(conn, case, p.id, since, want, limit)  # type: ignore[arg-type]
                 result = json.loads(conn.data)["result"]
                 batch = sup.read(p.id, since, limit=limit, stream=stream)
-                expected = json.loads(json.dumps(_as_reply(batch)))
+                expected = out_result(batch)
                 # ``out`` marks the line after a gap with how many are missing there.
                 marked = sum(line.pop("cut", 0) for line in result["lines"])
                 assert marked <= result["dropped"]
