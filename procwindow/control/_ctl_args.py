@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..core import InvalidPattern, Regex, spec
+from ..core import InvalidArgv, InvalidPattern, Regex, http_target, spec
 from ..core.spec import Field, Kind, Verb
 from ._sockdir import DEFAULT_SERVER_NAME
 
@@ -91,7 +91,8 @@ _DURATION = re.compile(r"(?:\d+(?:\.\d+)?[smhdw])+")
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
 #: What ``--ready SPEC`` takes ('ctl ready' waits for it to pass).
 READY_FORMS = (
-    "port:PORT (or port:HOST:PORT) accepts connections, line:REGEX matches a line of its"
+    "port:PORT (or port:HOST:PORT) accepts connections, an http:// URL answers 2xx or 3xx,"
+    " line:REGEX matches a line of its"
     " output, or cmd:SHELL-LINE exits 0 ('ctl ready' waits for it)"
 )
 #: What ``--since WHEN`` takes, besides a field's own help.
@@ -396,13 +397,22 @@ def _json_option(p: argparse.ArgumentParser) -> None:
 
 def parse_ready(spec: str) -> dict[str, Any]:
     """``--ready SPEC`` as the protocol's ``ready`` object: ``port:PORT``,
-    ``port:HOST:PORT``, ``line:REGEX`` or ``cmd:SHELL LINE``. ValueError otherwise.
+    ``port:HOST:PORT``, ``line:REGEX``, ``cmd:SHELL LINE`` or a URL
+    (``http://…``, ``https://…``). ValueError otherwise.
 
     >>> parse_ready("port:8080")
     {'port': 8080}
     >>> parse_ready("cmd:curl -sf localhost:8080/health")
     {'shell': 'curl -sf localhost:8080/health'}
+    >>> parse_ready("http://127.0.0.1:8080/health")
+    {'http': 'http://127.0.0.1:8080/health'}
     """
+    if spec.startswith(("http://", "https://")):
+        try:
+            http_target(spec)
+        except InvalidArgv as exc:
+            raise ValueError(f"--ready: {exc}") from None
+        return {"http": spec}
     kind, colon, rest = spec.partition(":")
     if colon and kind == "port":
         host, sep, port = rest.rpartition(":")
@@ -420,8 +430,8 @@ def parse_ready(spec: str) -> dict[str, Any]:
     if colon and kind == "cmd" and rest:
         return {"shell": rest}
     raise ValueError(
-        f"--ready: cannot read {spec!r}; give port:PORT, port:HOST:PORT, line:REGEX"
-        " or cmd:SHELL-LINE"
+        f"--ready: cannot read {spec!r}; give port:PORT, port:HOST:PORT, line:REGEX,"
+        " cmd:SHELL-LINE or an http:// URL"
     )
 
 

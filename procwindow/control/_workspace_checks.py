@@ -61,6 +61,7 @@ _CHECK_KINDS = {
     "port": {"port", "host"},
     "command": {"command"},
     "shell": {"shell"},
+    "http": {"http"},
 }
 _READY_TIMINGS = {"interval", "timeout"}
 _LIVENESS_TIMINGS = {"period", "timeout", "failures", "delay"}
@@ -170,7 +171,7 @@ class KeyChecker:
         self, value: object, key: Key, cwd: str, env: dict[str, str] | None, timings: set[str]
     ) -> Ready:
         """A ``ready`` (or ``liveness``) check: a line pattern, a port, or a table
-        with one of line, port, command or shell (and ``timings``)."""
+        with one of line, port, command, shell or http (and ``timings``)."""
         if isinstance(value, str):
             if not value:
                 raise self.fail(key, "a line pattern must not be empty")
@@ -186,7 +187,7 @@ class KeyChecker:
             )
         kinds = [kind for kind in _CHECK_KINDS if kind in value]
         if len(kinds) != 1:
-            raise self.fail(key, "give exactly one of line, port, command or shell")
+            raise self.fail(key, "give exactly one of line, port, command, shell or http")
         kind = kinds[0]
         allowed = _CHECK_KINDS[kind] | timings
         for name in value:
@@ -212,7 +213,7 @@ class KeyChecker:
     def check_field(
         self, name: str, item: object, key: Key, cwd: str, env: dict[str, str] | None
     ) -> object:
-        if name in ("line", "host", "shell"):
+        if name in ("line", "host", "shell", "http"):
             if not isinstance(item, str):
                 raise self.fail(key, f"must be a string, got {_kind(item)}")
             if not item.strip():
@@ -265,7 +266,8 @@ class KeyChecker:
         try:
             return Ready.of(fields)
         except ProcwindowError as exc:  # a regex that does not compile
-            raise self.fail((*key, "line") if "line" in fields else key, str(exc)) from None
+            where = next((k for k in ("line", "http") if k in fields), None)
+            raise self.fail((*key, where) if where else key, str(exc)) from None
 
     def liveness(
         self, table: dict[str, Any], where: Key, cwd: str, env: dict[str, str] | None

@@ -32,7 +32,7 @@ from ._orchestra import CommandState, WorkspaceRun, command_state, commands_tabl
 from ._output import LINE_MAX
 from ._private import open_private_file, private_dir
 from ._proc import Proc, SpawnOptions
-from ._ready import Ready, check_timeout
+from ._ready import Ready, check_timeout, http_target
 from ._regex import Regex
 from ._replay import ByteBatch
 from ._search import Matcher, SearchHit
@@ -183,6 +183,7 @@ __all__ = [
     "escape_controls",
     "format_runtime",
     "format_size",
+    "http_target",
     "idx_rows",
     "open_private_file",
     "policy_of",

@@ -12,13 +12,14 @@ import contextlib
 import logging
 import os
 import signal
+import ssl as ssl_module
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from ._match import LineMatch, line_matcher
-from ._ready import Ready, check_timeout
+from ._ready import HttpTarget, Ready, check_timeout, http_target
 from ._reaper import own_child
 from ._spawn import MARKER_KEY
 from ._types import ExitInfo, Line, ReadBatch, Stream
@@ -109,6 +110,8 @@ async def probe(ready: Ready, context: CheckContext = NO_CONTEXT) -> bool:
     runs in ``context`` (its own ``cwd`` first)."""
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
+    if ready.http is not None:
+        return await _http_ok(http_target(ready.http), max(ready.interval, 1.0))
     assert ready.command is not None
     return await _command_ok(ready.command, ready.cwd or context.cwd, context)
 
@@ -122,6 +125,29 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
     with contextlib.suppress(OSError):
         await writer.wait_closed()
     return True
+
+
+async def _http_ok(target: HttpTarget, timeout: float) -> bool:
+    """A GET of ``target`` answers with a status from 200 to 399 within ``timeout``."""
+    writer = None
+    try:
+        async with asyncio.timeout(timeout):
+            ssl = ssl_module.create_default_context() if target.https else None
+            reader, writer = await asyncio.open_connection(target.host, target.port, ssl=ssl)
+            host = target.host if ":" not in target.host else f"[{target.host}]"
+            writer.write(
+                f"GET {target.path} HTTP/1.1\r\nHost: {host}:{target.port}\r\n"
+                "User-Agent: procwindow\r\nConnection: close\r\n\r\n".encode()
+            )
+            status = (await reader.readline()).split(b" ", 2)
+    except (OSError, TimeoutError, ValueError):
+        return False
+    finally:
+        if writer is not None:
+            writer.close()
+            with contextlib.suppress(OSError, ssl_module.SSLError):
+                await writer.wait_closed()
+    return len(status) >= 2 and status[0].startswith(b"HTTP/") and status[1][:1] in (b"2", b"3")
 
 
 def _start_check(

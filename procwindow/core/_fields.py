@@ -268,6 +268,7 @@ READY_KINDS: dict[str, frozenset[str]] = {
     "port": frozenset({"port", "host"}),
     "command": frozenset({"command"}),
     "shell": frozenset({"shell"}),
+    "http": frozenset({"http"}),
 }
 _READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "line": ((str,), "a string"),
@@ -277,6 +278,7 @@ _READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "host": ((str,), "a string"),
     "command": ((list,), "a list of strings"),
     "shell": ((str,), "a string"),
+    "http": ((str,), "an http:// or https:// URL"),
     "interval": ((int, float), "a number of seconds"),
     "timeout": ((int, float), "a number of seconds"),
 }
@@ -301,12 +303,13 @@ def _ready_of(f: Field, value: Any) -> Ready:
         return Ready.of(value)
     if not isinstance(value, Mapping):
         raise f.refuse(
-            'a line pattern, a port or an object with one of "line", "port", "command" or "shell"',
+            'a line pattern, a port or an object with one of "line", "port", "command",'
+            ' "shell" or "http"',
             value,
         )
     kinds = [kind for kind in READY_KINDS if kind in value]
     if len(kinds) != 1:
-        raise ValueError('give exactly one of "line", "port", "command" or "shell"')
+        raise ValueError('give exactly one of "line", "port", "command", "shell" or "http"')
     extra = set(value) - READY_KINDS[kinds[0]] - {"interval", "timeout"}
     if extra:
         raise ValueError(f"a {kinds[0]} check takes no {sorted(extra)[0]!r}")

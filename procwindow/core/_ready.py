@@ -6,13 +6,39 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from ._errors import InvalidArgv
 from ._match import line_matcher
 from ._types import Stream
 from .rules import command_argv, shown
 
-__all__ = ["Ready", "check_timeout"]
+__all__ = ["HttpTarget", "Ready", "check_timeout", "http_target"]
+
+
+class HttpTarget(NamedTuple):
+    """Where an ``http`` check connects, and what it asks for."""
+
+    https: bool
+    host: str
+    port: int
+    path: str  # with its query
+
+
+def http_target(url: object) -> HttpTarget:
+    """An ``http`` check's URL, taken apart; InvalidArgv (one line) if it is not one."""
+    if not isinstance(url, str) or not url.isprintable() or " " in url:
+        raise InvalidArgv(f"ready http must be a URL without spaces, got {shown(url)}")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InvalidArgv(f"ready http must be an http:// or https:// URL, got {shown(url)}")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise InvalidArgv(f"ready http has a bad port: {shown(url)}") from None
+    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return HttpTarget(parts.scheme == "https", parts.hostname, port, path)
 
 
 def check_timeout(value: object, what: str = "timeout") -> float | None:
@@ -35,9 +61,11 @@ class Ready:
       with ``regex=False``; ``stream`` limits it to one stream);
     - ``port``: a TCP connection to ``host:port`` is accepted (``host`` is
       127.0.0.1 unless given);
-    - ``command`` (an argv) or ``shell`` (a ``/bin/sh -c`` line): it exits 0.
+    - ``command`` (an argv) or ``shell`` (a ``/bin/sh -c`` line): it exits 0;
+    - ``http``: a GET of this ``http://`` or ``https://`` URL answers with a
+      status from 200 to 399.
 
-    Ports and commands are polled every ``interval`` seconds. ``timeout``: give
+    Ports, URLs and commands are polled every ``interval`` seconds. ``timeout``: give
     up that many seconds after the start (the proc keeps running, ``ready``
     stays False, ``wait_ready`` raises NotReady). A command runs in ``cwd``
     (None: the supervisor's working directory). A str is short for
@@ -51,15 +79,18 @@ class Ready:
     host: str = "127.0.0.1"
     command: tuple[str, ...] | None = None
     shell: str | None = None
+    http: str | None = None
     interval: float = 0.25
     timeout: float | None = None
     cwd: str | None = None
 
     def __post_init__(self) -> None:
         given = [self.line is not None, self.port is not None, self.command is not None]
-        given.append(self.shell is not None)
+        given += [self.shell is not None, self.http is not None]
         if sum(given) != 1:
-            raise InvalidArgv("ready needs exactly one of line, port, command or shell")
+            raise InvalidArgv("ready needs exactly one of line, port, command, shell or http")
+        if self.http is not None:
+            http_target(self.http)
         if self.line is not None:
             line_matcher(self.line, regex=self.regex)
         if self.stream is not None:
@@ -103,6 +134,8 @@ class Ready:
             return f"line /{self.line}/" if self.regex else f"line {self.line!r}"
         if self.port is not None:
             return f"port {self.host}:{self.port}"
+        if self.http is not None:
+            return f"http {self.http}"
         assert self.command is not None
         return f"command {' '.join(self.command)}"
 
@@ -117,6 +150,8 @@ class Ready:
         elif self.port is not None:
             out["port"] = self.port
             out["host"] = self.host
+        elif self.http is not None:
+            out["http"] = self.http
         else:
             out["command"] = list(self.command or ())
         out["interval"] = self.interval

@@ -502,6 +502,25 @@ def test_ready_with_a_real_listener(server):
     _one_line_error(server.ctl("ready", gives_up, check=False), 1, "gave up after 0.5 s")
     reply = server.request({"op": "ready", "proc": int(gives_up)})
     assert reply["error"]["exit"] is None  # it still runs
+    # An http:// URL: ready once a GET of it answers 2xx or 3xx.
+    port3 = _free_port()
+    web = server.ctl(
+        "run",
+        "--session",
+        "s",
+        "--agent",
+        "a",
+        "--ready",
+        f"http://127.0.0.1:{port3}/",
+        "--",
+        sys.executable,
+        "-m",
+        "http.server",
+        "--bind",
+        "127.0.0.1",
+        str(port3),
+    ).stdout.strip()
+    assert server.ctl("ready", web, "--timeout", "15").stdout == f"{web}: ready\n"
 
 
 # -- excerpt ----------------------------------------------------------------------------------
@@ -621,7 +640,10 @@ def test_events_of_one_proc_with_partial_ready_and_the_exits_last_seq(server):
     [
         ({"ready": {"port": 0}}, "ready port must be 1-65535"),
         ({"ready": {"port": True}}, "'port' must be an integer"),
-        ({"ready": {"pattern": "x"}}, 'exactly one of "line", "port", "command" or "shell"'),
+        (
+            {"ready": {"pattern": "x"}},
+            'exactly one of "line", "port", "command", "shell" or "http"',
+        ),
         ({"ready": {"line": "x", "port": 80}}, "exactly one of"),
         ({"ready": {"line": "x", "host": "h"}}, "a line check takes no 'host'"),
         ({"ready": {"line": "("}}, "invalid pattern '('"),
@@ -699,6 +721,7 @@ def test_bad_agent_verb_fields_and_stdin_errors(server):
     for args, fact in (
         (("--ready", "bogus"), "--ready: cannot read 'bogus'"),
         (("--ready", "port:99999"), "PORT 1-65535"),
+        (("--ready", "http://"), "must be an http:// or https:// URL"),
         (("--ready", "line:("), "is not a regex"),
         (("--timeout", "-1"), "timeout must be a positive number of seconds, got -1"),
         (("--ready-timeout", "2"), "--ready-timeout needs --ready"),

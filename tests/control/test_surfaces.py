@@ -56,7 +56,7 @@ CASES: list[tuple[Any, dict[str, Any], tuple[str, ...] | None, tuple[str, dict[s
         None,  # ctl takes --ready as text
         ("run", {"command": "true", "ready": True}),
         'ready must be a line pattern, a port or an object with one of "line", "port",'
-        ' "command" or "shell", got True',
+        ' "command", "shell" or "http", got True',
     ),
     (
         lambda sup: sup.spawn(["true"], session="s", agent="a", merge_stderr=1),

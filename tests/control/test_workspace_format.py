@@ -140,7 +140,7 @@ BAD: dict[str, tuple[str, int, str, str]] = {
         HEAD + cmd('argv = ["true"]\nready = { port = 1, line = "x" }\n'),
         7,
         f"{C0}.ready",
-        "exactly one of line, port, command or shell",
+        "exactly one of line, port, command, shell or http",
     ),
     "ready-port": (
         HEAD + cmd('argv = ["true"]\nready = { port = 70000 }\n'),
@@ -250,6 +250,21 @@ def test_the_new_keys_keep_their_meaning(tmp_path):
     )
     assert third.liveness == Liveness(Ready(line="alive"))
     assert ws.title == "ws"
+
+
+def test_http_checks_for_ready_and_liveness(tmp_path):
+    ws = parse_workspace(
+        HEAD
+        + cmd(
+            'name = "api"\nargv = ["true"]\n'
+            'ready = { http = "http://127.0.0.1:8000/health", timeout = 30 }\n'
+            'liveness = { http = "https://localhost/live?deep=1", period = 5, failures = 2 }\n'
+        ),
+        str(tmp_path / "ws.toml"),
+    )
+    (api,) = ws.commands
+    assert api.readiness == Ready(http="http://127.0.0.1:8000/health", timeout=30)
+    assert api.liveness == Liveness(Ready(http="https://localhost/live?deep=1"), 5, failures=2)
 
 
 def test_serve_starts_nothing_when_the_graph_is_bad(tmp_path):

@@ -29,6 +29,7 @@ from procwindow import (
     StdinClosed,
     Stream,
     Supervisor,
+    Timeout,
     scope_pattern,
 )
 
@@ -446,6 +447,71 @@ def test_ready_by_port(run, tmp_path):
             sub.close()
 
     run(main())
+
+
+#: A web server whose /health says 503 until the flag file exists, then 200; / is 404.
+HEALTH_SERVER = """
+    import http.server, os, sys
+    flag = sys.argv[1]
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path == "/health":
+                code = 200 if os.path.exists(flag) else 503
+            else:
+                code = 404
+            self.send_response(code)
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", int(sys.argv[2])), Handler)
+    print("serving", flush=True)
+    server.serve_forever()
+"""
+
+
+@pytest.mark.promise("Workspaces: ready")
+def test_ready_by_http(run, tmp_path):
+    async def main():
+        port, flag = free_port(), tmp_path / "healthy"
+        async with Supervisor(log_dir=tmp_path) as sup:
+            server = [*py(HEALTH_SERVER), str(flag), str(port)]
+            url = f"http://127.0.0.1:{port}/health"
+            p = await sup.spawn(
+                server, session="s", agent="a", ready=Ready(http=url, interval=0.05)
+            )
+            await sup.wait_for(p.id, "serving", timeout=10)
+            # It answers, but 503: not ready until it says 200.
+            with pytest.raises(Timeout):
+                await sup.wait_ready(p.id, timeout=0.5)
+            assert not p.ready
+            flag.touch()
+            await sup.wait_ready(p.id, timeout=10)
+            assert p.ready
+            assert p.options.ready is not None
+            assert p.options.ready.describe() == f"http {url}"
+            assert p.options.ready.to_json()["http"] == url
+            # A 404 never passes; a closed port neither (and neither blocks).
+            missing = Ready(http=f"http://127.0.0.1:{port}/nothing-here", interval=0.05)
+            closed = Ready(http=f"http://127.0.0.1:{free_port()}/", interval=0.05)
+            for check in (missing, closed):
+                q = await sup.spawn(SLEEPER, session="s", agent="a", ready=check)
+                with pytest.raises(Timeout):
+                    await sup.wait_ready(q.id, timeout=0.3)
+                await sup.kill(q.id)
+            await sup.kill(p.id)
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://host/x", "127.0.0.1:8000", "http://", "http://a b/", "http://h:99999/", 7]
+)
+def test_a_ready_http_that_is_no_url_is_refused(url):
+    with pytest.raises(InvalidArgv, match="ready http"):
+        Ready(http=url)
 
 
 @pytest.mark.promise("Workspaces: ready")

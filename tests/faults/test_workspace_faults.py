@@ -274,6 +274,12 @@ BAD: dict[str, tuple[str, int | None, str, str]] = {
     "integer-too-long": ("graceful_timeout = " + "9" * 5000 + "\n", None, "", "too many digits"),
     "long-dotted-key": ("a" + ".a" * 5000 + " = 1\n", 1, "", f"more than {MAX_KEY_PARTS} parts"),
     "long-dotted-header": ("\n[" + ".".join(["a"] * 5000) + "]\n", 2, "", "more than"),
+    "ready-http-not-a-url": (
+        HEAD + 'shell = "true"\nready = { http = "localhost:8000/health" }\n',
+        7,
+        CMD + ".ready.http",
+        "must be an http:// or https:// URL",
+    ),
     # other tools' files, named as such
     "process-compose": (
         '[processes.db]\ncommand = "postgres"\n[processes.api]\ncommand = "uvicorn app:app"\n'
