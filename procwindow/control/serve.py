@@ -18,6 +18,7 @@ from ..core import (
     MIN_LOG_CAP,
     ProcwindowError,
     Supervisor,
+    WorkspaceRun,
     check_graceful_timeout,
 )
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
@@ -40,6 +41,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add serve's options to ``parser``."""
     parser.add_argument(
         "workspace", nargs="?", metavar="FILE", help="a workspace TOML file to start"
+    )
+    parser.add_argument(
+        "--exit-code-from",
+        metavar="NAME",
+        help="a test-runner stack: once the workspace's command NAME ends (and starts no"
+        " more), stop the workspace and exit with its exit status (128+N for signal N, 1"
+        " if it never ran)",
     )
     add_server_options(parser)
 
@@ -130,6 +138,8 @@ async def serve(
     stop = asyncio.Event()
     sup: Supervisor | None = None
     killers: list[asyncio.Task[None]] = []
+    ending: str | None = getattr(args, "exit_code_from", None)
+    watcher: asyncio.Future[int] | None = None
 
     def on_stop_signal() -> None:
         if not stop.is_set():
@@ -149,7 +159,9 @@ async def serve(
             )
             async with server:
                 if ws is not None and not stop.is_set():
-                    await ws.start(sup)
+                    run = await ws.start(sup)
+                    if ending is not None:
+                        watcher = asyncio.ensure_future(_end_with(run, ending, sup, stop))
                 print(f"procwindow: serving on {server.path}", file=sys.stderr, flush=True)
                 if sup.history_error is not None:
                     print(
@@ -162,6 +174,8 @@ async def serve(
                     "procwindow: stopping; terminating every process", file=sys.stderr, flush=True
                 )
     finally:
+        if watcher is not None and not watcher.done():
+            watcher.cancel()
         if killers:
             await asyncio.wait(killers, timeout=_KILL_WAIT)
             for task in killers:
@@ -170,7 +184,24 @@ async def serve(
             loop.remove_signal_handler(sig)
         if signals is not None:
             signals.install()
+    if watcher is not None and watcher.done() and not watcher.cancelled():
+        return watcher.result()
     return 0
+
+
+async def _end_with(run: WorkspaceRun, name: str, sup: Supervisor, stop: asyncio.Event) -> int:
+    """``--exit-code-from NAME``: once NAME starts no more, stop the server; NAME's status."""
+    state = await run.wait_ended(name)
+    exit_info = sup.get(state.proc_id).exit if state.proc_id is not None else None
+    if exit_info is None:
+        code, how = 1, f"{state.phase.value}" + (f": {state.detail}" if state.detail else "")
+    elif exit_info.code is not None:
+        code, how = exit_info.code, f"exited with code {exit_info.code}"
+    else:
+        code, how = 128 + (exit_info.signal or 0), f"was killed by signal {exit_info.signal}"
+    print(f"procwindow: {name} {how}; stopping the workspace", file=sys.stderr, flush=True)
+    stop.set()
+    return code
 
 
 async def _kill_all(sup: Supervisor) -> None:
@@ -258,6 +289,18 @@ def run(args: argparse.Namespace) -> int:
             print(f"procwindow serve: {problem}", file=sys.stderr)
             return 2
         ws = load_workspace(args.workspace) if args.workspace else None
+        ending = getattr(args, "exit_code_from", None)
+        if ending is not None and ws is None:
+            print("procwindow serve: --exit-code-from needs a workspace FILE", file=sys.stderr)
+            return 2
+        names = [str(c.name) for c in ws.commands] if ws is not None else []
+        if ending is not None and ending not in names:
+            print(
+                f"procwindow serve: --exit-code-from: {args.workspace} has no command"
+                f" {ending!r} (it has: {', '.join(names)})",
+                file=sys.stderr,
+            )
+            return 2
         return asyncio.run(serve(args, ws, signals=signals))
     except ProcwindowError as exc:
         print(f"procwindow serve: {exc}", file=sys.stderr)

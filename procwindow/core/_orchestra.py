@@ -184,6 +184,14 @@ class WorkspaceRun:
             while not settled():
                 await self._changed()
 
+    async def wait_ended(self, name: str) -> CommandState:
+        """Wait until the command ``name`` starts no more (completed, failed,
+        stopped or skipped); its state then. WorkspaceNotFound if there is none."""
+        self.state(name)
+        while self._slots[name].phase not in FINAL:
+            await self._changed()
+        return self.state(name)
+
     # -- running ---------------------------------------------------------------
 
     async def start(self) -> None:

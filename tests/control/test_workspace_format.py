@@ -4,6 +4,7 @@ and key, and nothing starts."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -265,6 +266,49 @@ def test_http_checks_for_ready_and_liveness(tmp_path):
     (api,) = ws.commands
     assert api.readiness == Ready(http="http://127.0.0.1:8000/health", timeout=30)
     assert api.liveness == Liveness(Ready(http="https://localhost/live?deep=1"), 5, failures=2)
+
+
+def test_serve_exits_with_the_status_of_the_command_it_was_told_to(tmp_path):
+    # A test-runner stack: a service, and tests that need it and fail with 3.
+    env, runtime = isolated_env(tmp_path, "rt")
+    pid_file = tmp_path / "db.pid"
+    ws_file = tmp_path / "ws.toml"
+    ws_file.write_text(
+        HEAD
+        + cmd(f'name = "db"\nshell = "echo $$ > {pid_file}; exec sleep 60"\n')
+        + cmd(
+            'name = "tests"\nshell = "sleep 0.3; echo ran; exit 3"\n'
+            'depends_on = { db = "started" }\n'
+        )
+    )
+
+    def serve(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "procwindow", "serve", *extra],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+
+    done = serve(str(ws_file), "--exit-code-from", "tests", "--graceful-timeout", "1")
+    assert done.returncode == 3, done.stderr
+    assert "procwindow: tests exited with code 3; stopping the workspace" in done.stderr
+    assert "Traceback" not in done.stderr
+    db = int(pid_file.read_text())
+    assert not os.path.exists(f"/proc/{db}")  # the stack was stopped with it
+    assert not (runtime / "procwindow" / "s.sock").exists()
+    # Refused at once, in one line: a name the file lacks, or no file.
+    done = serve(str(ws_file), "--exit-code-from", "nope")
+    assert done.returncode == 2
+    assert done.stderr == (
+        f"procwindow serve: --exit-code-from: {ws_file} has no command 'nope' (it has: db, tests)\n"
+    )
+    done = serve("--exit-code-from", "tests")
+    assert (done.returncode, done.stderr) == (
+        2,
+        "procwindow serve: --exit-code-from needs a workspace FILE\n",
+    )
 
 
 def test_serve_starts_nothing_when_the_graph_is_bad(tmp_path):
