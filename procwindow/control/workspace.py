@@ -19,7 +19,8 @@ in order, kept healthy.
     argv = ["npm", "run", "dev"]  # or: shell = "npm run dev | tee dev.log"
     cwd = "web"                   # optional, relative to the workspace file's
                                   # directory, which is also the default
-    env = { PORT = "3000" }       # optional
+    env_file = ".env"             # optional: NAME=value lines (a list too; also at the top)
+    env = { PORT = "3000" }       # optional, over env_file
     graceful_timeout = 2.0        # optional
     depends_on = { api = "ready" }            # or ["api"]: each must have started
     ready = { port = 3000, timeout = 60 }     # or "a line pattern", or a port number
@@ -69,6 +70,7 @@ from ..core import (
 )
 from ..core.rules import check_scope_name, check_tool
 from ..core.spec import VERBS
+from ._dotenv import DotenvError, parse_dotenv
 from ._links import LinkError, NoServer, parse_target
 from ._sockdir import check_name
 from ._toml_lines import Key, long_dotted_key
@@ -100,13 +102,15 @@ MAX_COMMANDS = 10_000
 MAX_KEY_PARTS = 16
 
 
-_TOP_KEYS = {"name", "graceful_timeout", "session", "attach"}
+_TOP_KEYS = {"name", "graceful_timeout", "session", "attach", "env_file"}
 #: Top-level keys of other tools' files, said as such (their keys mean other things here).
 _FOREIGN_KEYS = {"processes": "process-compose", "services": "Docker Compose"}
 _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
 #: The keys of a workspace's command that are not fields of ``run``.
-WORKSPACE_ONLY = frozenset({"name", "depends_on", "liveness", "restart", "backoff", "max_restarts"})
+WORKSPACE_ONLY = frozenset(
+    {"name", "depends_on", "liveness", "restart", "backoff", "max_restarts", "env_file"}
+)
 #: Every key of a command: ``run``'s fields that a workspace takes, and its own.
 _COMMAND_KEYS = {f.name for f in VERBS["run"].fields if f.workspace} | WORKSPACE_ONLY
 _FILE_KINDS = (
@@ -218,6 +222,10 @@ class _Checker(KeyChecker):
     the keys of one command's orchestration, in :class:`KeyChecker`.
     """
 
+    def __init__(self, text: str, path: str) -> None:
+        super().__init__(text, path)
+        self._file_env: dict[str, str] = {}  # the workspace's env_file, under every command
+
     def workspace(self, data: dict[str, Any]) -> Workspace:
         for key, tool in _FOREIGN_KEYS.items():
             if key in data and "session" not in data:
@@ -238,6 +246,7 @@ class _Checker(KeyChecker):
                 raise self.fail(("name",), str(exc)) from None
         grace = self.grace(data, ())
         attach = self.attach(data)
+        self._file_env = self.env_files(data, ())
         sessions: dict[str, list[str]] = {}
         commands: list[Command] = []
         agents_of: dict[str, set[str]] = {}
@@ -439,6 +448,38 @@ class _Checker(KeyChecker):
         return cwd
 
     def env(self, table: dict[str, Any], where: Key) -> dict[str, str] | None:
+        """The command's environment: the workspace's ``env_file``s, its own,
+        then its ``env`` (a later one wins); None for none."""
+        merged = {**self._file_env, **self.env_files(table, where)}
+        own = self.env_table(table, where)
+        if own is not None:
+            merged.update(own)
+        return merged or None
+
+    def env_files(self, table: dict[str, Any], where: Key) -> dict[str, str]:
+        """The variables of ``env_file`` (a path, or a list of them, relative to
+        the workspace file's directory), in order."""
+        value = table.get("env_file")
+        if value is None:
+            return {}
+        key = (*where, "env_file")
+        paths = [value] if isinstance(value, str) else value
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p for p in paths):
+            raise self.fail(key, f"must be a path or a list of paths, got {_kind(value)}")
+        out: dict[str, str] = {}
+        for path in paths:
+            full = os.path.join(self.base(), os.path.expanduser(path))
+            try:
+                with open(full, encoding="utf-8") as f:
+                    out.update(parse_dotenv(f.read(MAX_FILE_SIZE + 1)))
+            except DotenvError as exc:
+                raise self.fail(key, f"{full}: {exc}") from None
+            except (OSError, UnicodeDecodeError) as exc:
+                why = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                raise self.fail(key, f"cannot read {full}: {why}") from None
+        return out
+
+    def env_table(self, table: dict[str, Any], where: Key) -> dict[str, str] | None:
         value = table.get("env")
         if value is None:
             return None

@@ -268,6 +268,53 @@ def test_http_checks_for_ready_and_liveness(tmp_path):
     assert api.liveness == Liveness(Ready(http="https://localhost/live?deep=1"), 5, failures=2)
 
 
+@pytest.mark.promise("Workspaces: env_file")
+def test_env_files_of_the_workspace_and_of_a_command(tmp_path):
+    (tmp_path / ".env").write_text("# shared\nexport A=1\nB=top\nURL='postgres://u@h/db#x'\n")
+    (tmp_path / "api.env").write_text('B=api\nC="two\\nlines" # a comment\nD= spaced  # c\n')
+    ws = parse_workspace(
+        'env_file = ".env"\n'
+        + HEAD
+        + cmd('name = "api"\nargv = ["true"]\nenv_file = ["api.env"]\nenv = { D = "own" }\n')
+        + cmd('name = "db"\nargv = ["true"]\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    api, db = ws.commands
+    # The workspace's file, then the command's, then its env: a later one wins.
+    assert api.env == {
+        "A": "1",
+        "B": "api",
+        "URL": "postgres://u@h/db#x",
+        "C": "two\nlines",
+        "D": "own",
+    }
+    assert db.env == {"A": "1", "B": "top", "URL": "postgres://u@h/db#x"}
+
+
+@pytest.mark.promise("Workspaces: env_file")
+@pytest.mark.parametrize(
+    ("content", "fragment"),
+    [
+        (None, "cannot read"),
+        ("A=1\nnot a variable\n", "line 2: not NAME=value"),
+        ('A="open\n', 'line 1: no closing "'),
+        ("1A=x\n", "line 1: not NAME=value"),
+    ],
+)
+def test_a_bad_env_file_is_one_line_naming_file_line_and_key(tmp_path, content, fragment):
+    env_file = tmp_path / "bad.env"
+    if content is not None:
+        env_file.write_text(content)
+    path = tmp_path / "ws.toml"
+    path.write_text(HEAD + cmd('name = "api"\nargv = ["true"]\nenv_file = "bad.env"\n'))
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}:8: {C0}.env_file: "), message
+    assert str(env_file) in message and fragment in message, message
+    assert "\n" not in message
+
+
 def test_serve_exits_with_the_status_of_the_command_it_was_told_to(tmp_path):
     # A test-runner stack: a service, and tests that need it and fail with 3.
     env, runtime = isolated_env(tmp_path, "rt")
