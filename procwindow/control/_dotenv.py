@@ -46,6 +46,8 @@ def parse_dotenv(text: str) -> dict[str, str]:
 
 
 def _value(value: str, number: int) -> str:
+    if "\0" in value:
+        raise DotenvError(number, "a NUL character in the value")
     if value[:1] in ("'", '"'):
         quote = value[0]
         end = _closing(value, quote)
@@ -58,8 +60,6 @@ def _value(value: str, number: int) -> str:
         if quote == "'":
             return body
         return re.sub(r"\\(.)", lambda m: _ESCAPES.get(m.group(1), m.group(0)), body)
-    if "\0" in value:
-        raise DotenvError(number, "a NUL character in the value")
     comment = value.find(" #")
     return (value[:comment] if comment >= 0 else value).strip()
 

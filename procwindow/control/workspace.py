@@ -471,7 +471,10 @@ class _Checker(KeyChecker):
             full = os.path.join(self.base(), os.path.expanduser(path))
             try:
                 with open(full, encoding="utf-8") as f:
-                    out.update(parse_dotenv(f.read(MAX_FILE_SIZE + 1)))
+                    text = f.read(MAX_FILE_SIZE + 1)
+                if len(text) > MAX_FILE_SIZE:
+                    raise self.fail(key, f"{full}: larger than {MAX_FILE_SIZE:,} bytes")
+                out.update(parse_dotenv(text))
             except DotenvError as exc:
                 raise self.fail(key, f"{full}: {exc}") from None
             except (OSError, UnicodeDecodeError) as exc:

@@ -299,6 +299,8 @@ def test_env_files_of_the_workspace_and_of_a_command(tmp_path):
         ("A=1\nnot a variable\n", "line 2: not NAME=value"),
         ('A="open\n', 'line 1: no closing "'),
         ("1A=x\n", "line 1: not NAME=value"),
+        ("A='nul\0inside'\n", "line 1: a NUL character"),
+        ("A=" + "x" * 1024 * 1024 + "\n", "larger than 1,048,576 bytes"),
     ],
 )
 def test_a_bad_env_file_is_one_line_naming_file_line_and_key(tmp_path, content, fragment):
