@@ -29,6 +29,7 @@ from ..core import (
     escape_controls,
     resolve_command,
 )
+from ..core.spec import READY_CHOICES, READY_KINDS
 from ._toml_lines import Key, key_line, key_text
 
 __all__ = ["KeyChecker", "WorkspaceError"]
@@ -55,14 +56,7 @@ class WorkspaceError(ProcwindowError):
         self.key = key
 
 
-#: The keys of each kind of check (``ready``, ``liveness``), and its timings.
-_CHECK_KINDS = {
-    "line": {"line", "regex", "stream"},
-    "port": {"port", "host"},
-    "command": {"command"},
-    "shell": {"shell"},
-    "http": {"http"},
-}
+#: The timings of each kind of check (its keys: ``spec.READY_KINDS``, the protocol's).
 _READY_TIMINGS = {"interval", "timeout"}
 _LIVENESS_TIMINGS = {"period", "timeout", "failures", "delay"}
 _BACKOFF_KEYS = {"initial", "factor", "cap"}
@@ -185,11 +179,12 @@ class KeyChecker:
                 "must be a line pattern (a string), a port (an integer) or a table with one of"
                 f" line, port, command or shell, got {_kind(value)}",
             )
-        kinds = [kind for kind in _CHECK_KINDS if kind in value]
+        kinds = [kind for kind in READY_KINDS if kind in value]
         if len(kinds) != 1:
-            raise self.fail(key, "give exactly one of line, port, command, shell or http")
+            kinds_text = READY_CHOICES.replace('"', "")
+            raise self.fail(key, f"give exactly one of {kinds_text}")
         kind = kinds[0]
-        allowed = _CHECK_KINDS[kind] | timings
+        allowed = READY_KINDS[kind] | timings
         for name in value:
             if name not in allowed:
                 raise self.fail(

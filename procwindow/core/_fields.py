@@ -270,6 +270,10 @@ READY_KINDS: dict[str, frozenset[str]] = {
     "shell": frozenset({"shell"}),
     "http": frozenset({"http"}),
 }
+#: ``"line", "port", "command", "shell" or "http"``: the kinds, as messages name them.
+READY_CHOICES = (
+    ", ".join(f'"{k}"' for k in list(READY_KINDS)[:-1]) + f' or "{list(READY_KINDS)[-1]}"'
+)
 _READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "line": ((str,), "a string"),
     "regex": ((bool,), "true or false"),
@@ -303,13 +307,12 @@ def _ready_of(f: Field, value: Any) -> Ready:
         return Ready.of(value)
     if not isinstance(value, Mapping):
         raise f.refuse(
-            'a line pattern, a port or an object with one of "line", "port", "command",'
-            ' "shell" or "http"',
+            f"a line pattern, a port or an object with one of {READY_CHOICES}",
             value,
         )
     kinds = [kind for kind in READY_KINDS if kind in value]
     if len(kinds) != 1:
-        raise ValueError('give exactly one of "line", "port", "command", "shell" or "http"')
+        raise ValueError(f"give exactly one of {READY_CHOICES}")
     extra = set(value) - READY_KINDS[kinds[0]] - {"interval", "timeout"}
     if extra:
         raise ValueError(f"a {kinds[0]} check takes no {sorted(extra)[0]!r}")

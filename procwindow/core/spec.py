@@ -29,7 +29,7 @@ from dataclasses import replace
 from typing import Any
 
 from ._errors import InvalidField
-from ._fields import MAX_ID, Field, Kind, Mcp, Verb
+from ._fields import MAX_ID, READY_CHOICES, READY_KINDS, Field, Kind, Mcp, Verb
 from ._types import ExitReason, Stream
 from .rules import DEFAULT_TOOL, MAX_GRACEFUL_TIMEOUT, command_argv
 
@@ -41,6 +41,8 @@ __all__ = [
     "MCP_TEXT_CAP",
     "MIN_EXCERPT_BYTES",
     "OPS",
+    "READY_CHOICES",
+    "READY_KINDS",
     "VERBS",
     "Field",
     "Kind",

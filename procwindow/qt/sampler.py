@@ -317,10 +317,5 @@ class RowSampler:
             del self._histories[proc_id]
         self._round += 1
 
-    def clear(self) -> None:
-        """Drop every history (the model shows another scope)."""
-        self._histories.clear()
-        self._round += 1
-
     def __len__(self) -> int:
         return len(self._histories)
