@@ -77,6 +77,8 @@ VERBS = (
     "ready",
     "excerpt",
     "write",
+    "resize",
+    "screen",
     "up",
     "down",
     "workspaces",
@@ -385,6 +387,18 @@ def _configure_agent_verbs(verbs: Any) -> None:
     p.intermixed = True  # type: ignore[attr-defined]
     add_fields(p, "write")
     p.add_argument("-n", dest="no_newline", action="store_true", help="no newline after DATA")
+    _json_option(p)
+
+    add_fields(_verb_parser(verbs, "resize"), "resize")
+    text = OPERATIONS["screen"].help
+    p = _verb_parser(
+        verbs,
+        "screen",
+        text,
+        text + ": its rows as the terminal shows them now (a full-screen program's"
+        " screen, a prompt), without colours; --json adds the cursor and the mode.",
+    )
+    add_fields(p, "screen")
     _json_option(p)
 
 

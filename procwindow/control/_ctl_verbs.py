@@ -164,6 +164,17 @@ def _write(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     return _emit(args, summary, text + "\n")
 
 
+def _resize(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("resize", **fields)
+    return _emit(args, result, "")
+
+
+def _screen(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("screen", **fields)
+    text = "\n".join(escape_controls(line) for line in result["lines"]).rstrip("\n")
+    return _emit(args, result, text + "\n")
+
+
 def _write_pieces(args: argparse.Namespace) -> Any:
     """What ``write`` sends, in pieces that each fit in a request: DATA (and a
     newline unless -n), or ctl's stdin read to its end (UTF-8, checked)."""
@@ -284,6 +295,8 @@ _VERBS = {
     "ready": _ready,
     "excerpt": _excerpt,
     "write": _write,
+    "resize": _resize,
+    "screen": _screen,
     "up": _up,
     "down": _down,
     "workspaces": _workspaces,

@@ -165,6 +165,9 @@ class _ProcVerbs:
             timeout=req["timeout"],
             merge_stderr=req["merge_stderr"],
             stdin=req["stdin"],
+            pty=req["pty"],
+            rows=req["rows"],
+            cols=req["cols"],
             ready=req["ready"],
             reuse=reuse,
         )

@@ -1,6 +1,6 @@
 """The agent verbs: ``wait_for`` (a line that matches), ``ready`` (a readiness
-check passed), ``wait`` (the exit), ``excerpt`` (the head and tail of an output) and ``write`` (to a
-proc's stdin).
+check passed), ``wait`` (the exit), ``excerpt`` (the head and tail of an output),
+``write`` (to a proc's stdin), and a terminal's ``resize`` and ``screen``.
 
 Apart from :mod:`._handlers` as a family: each waits on the supervisor's agent
 layer for as long as the client stays.
@@ -13,11 +13,17 @@ from typing import Any
 from ..core import StdinClosed, Supervisor
 from ._conn import Conn
 from ._handlers_base import Handler, runtime
-from ._protocol import excerpt_to_json, exit_to_json, line_to_json, proc_to_json
+from ._protocol import (
+    excerpt_to_json,
+    exit_to_json,
+    line_to_json,
+    proc_to_json,
+    screen_to_json,
+)
 
 
 class _AgentVerbs:
-    """``wait_for``, ``ready``, ``wait``, ``excerpt`` and ``write``."""
+    """``wait_for``, ``ready``, ``wait``, ``excerpt``, ``write``, ``resize`` and ``screen``."""
 
     def __init__(self, sup: Supervisor) -> None:
         self.sup = sup
@@ -29,6 +35,8 @@ class _AgentVerbs:
             "wait": self._wait,
             "excerpt": self._excerpt,
             "write": self._write,
+            "resize": self._resize,
+            "screen": self._screen,
         }
 
     async def _wait_for(self, req: dict[str, Any], conn: Conn) -> Any:
@@ -94,3 +102,12 @@ class _AgentVerbs:
             return result
 
         return await conn.stream(body())
+
+    async def _resize(self, req: dict[str, Any], conn: Conn) -> Any:
+        """Give a proc's terminal a new size (it is sent SIGWINCH)."""
+        await self.sup.resize(req["proc"], req["rows"], req["cols"])
+        return {"rows": req["rows"], "cols": req["cols"]}
+
+    async def _screen(self, req: dict[str, Any], conn: Conn) -> Any:
+        """A proc's terminal's screen as text."""
+        return screen_to_json(await self.sup.screen(req["proc"]))

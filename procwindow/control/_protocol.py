@@ -16,6 +16,7 @@ from ..core import (
     Line,
     Proc,
     ProcwindowError,
+    ScreenText,
     SearchHit,
     error_class,
 )
@@ -42,6 +43,8 @@ __all__ = [
     "hit_to_json",
     "line_to_json",
     "proc_to_json",
+    "screen_from_json",
+    "screen_to_json",
 ]
 
 #: 2: history, search and forget; dismiss keeps the history (no keep_logs); lines
@@ -57,7 +60,9 @@ __all__ = [
 #: 5: every error has a ``code`` and its details (``proc_id``, ``field``…); a field
 #: that is wrong is an ``InvalidField``; ``hello`` says which versions the server
 #: speaks (``protocols``); ``run``'s ``ready`` may be a line pattern or a port.
-PROTOCOL_VERSION = 5
+#: 6: terminals: ``run`` takes ``pty``, ``rows`` and ``cols``; procs carry ``pty``
+#: (its terminal's size when it started, or null); the verbs resize and screen.
+PROTOCOL_VERSION = 6
 #: The oldest version this server still answers (as that version would).
 OLDEST_PROTOCOL = 4
 #: The longest request line the server reads (bytes, newline excluded).
@@ -241,7 +246,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     proc read from the history (dismissed, of an earlier run or another server).
     ``cut_lines``/``cut_bytes``: cut from the middle of its logs by the disk cap.
     ``ready``: its readiness check passed (true for a proc without one);
-    ``timeout``, ``stdin``, ``merge_stderr``: what its ``run`` asked for (the
+    ``timeout``, ``stdin``, ``merge_stderr``, ``pty``: what its ``run`` asked for (the
     history does not record them: a proc read from it shows the defaults).
     ``last_seq``: the seq of its newest complete line (its cursor now).
     """
@@ -267,8 +272,33 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "timeout": p.timeout,
         "stdin": p.options.stdin,
         "merge_stderr": p.options.merge_stderr,
+        "pty": list(p.options.pty) if p.options.pty is not None else None,
         "last_seq": p.last_seq,
     }
+
+
+def screen_to_json(screen: ScreenText) -> dict[str, Any]:
+    """A terminal's screen as JSON: its size, rows of text, cursor and mode."""
+    return {
+        "rows": screen.rows,
+        "cols": screen.cols,
+        "lines": list(screen.lines),
+        "cursor": list(screen.cursor),
+        "cursor_visible": screen.cursor_visible,
+        "alternate": screen.alternate,
+    }
+
+
+def screen_from_json(value: Mapping[str, Any]) -> ScreenText:
+    row, col = value["cursor"]
+    return ScreenText(
+        int(value["rows"]),
+        int(value["cols"]),
+        tuple(str(line) for line in value["lines"]),
+        (int(row), int(col)),
+        bool(value["cursor_visible"]),
+        bool(value["alternate"]),
+    )
 
 
 def line_to_json(line: Line, cut: int = 0) -> dict[str, Any]:

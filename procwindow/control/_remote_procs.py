@@ -56,6 +56,7 @@ class RemoteProc(Proc):
                 timeout=record.get("timeout"),
                 merge_stderr=bool(record.get("merge_stderr")),
                 stdin=bool(record.get("stdin")),
+                pty=_size(record.get("pty")),
             ),
         )
         self._disconnected = False
@@ -190,3 +191,10 @@ class _Procs:
         for waiters in (self.started, self.exits):
             for proc_id in list(waiters):
                 self.resolve(waiters, proc_id, None)
+
+
+def _size(value: Any) -> tuple[int, int] | None:
+    """A terminal's size as a record gives it ([rows, cols]), or None."""
+    if isinstance(value, list) and len(value) == 2:
+        return int(value[0]), int(value[1])
+    return None

@@ -17,6 +17,7 @@ from ..core import (
     Backoff,
     CommandError,
     CommandNotFound,
+    InvalidField,
     InvalidWorkspace,
     Liveness,
     NotExecutable,
@@ -29,7 +30,7 @@ from ..core import (
     escape_controls,
     resolve_command,
 )
-from ..core.spec import READY_CHOICES, READY_KINDS
+from ..core.spec import READY_CHOICES, READY_KINDS, VERBS
 from ._toml_lines import Key, key_line, key_text
 
 __all__ = ["KeyChecker", "WorkspaceError"]
@@ -236,6 +237,18 @@ class KeyChecker:
             raise self.fail(sub, exc.reason) from None
         self.resolve(argv[0], cwd, env, key)
         return argv
+
+    def terminal(self, table: dict[str, Any], where: Key) -> tuple[int, int] | None:
+        """``pty`` (with ``rows`` and ``cols``): the size of the command's
+        terminal, or None for pipes; checked by ``run``'s own fields and rule."""
+        given: dict[str, Any] = {k: table[k] for k in ("pty", "rows", "cols") if k in table}
+        if not given:
+            return None
+        try:
+            values = VERBS["run"].check({"argv": ["true"], "session": "s", "agent": "a", **given})
+        except InvalidField as exc:
+            raise self.fail((*where, exc.field), str(exc)) from None
+        return (values["rows"], values["cols"]) if values["pty"] else None
 
     def port(self, value: object, key: Key) -> int:
         if isinstance(value, bool) or not isinstance(value, int):

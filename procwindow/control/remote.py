@@ -75,6 +75,7 @@ from ..core import (
     ReadBatch,
     Ready,
     RunBatch,
+    ScreenText,
     SearchHit,
     StdinClosed,
     Stream,
@@ -94,7 +95,7 @@ from ._links import (
     Target,
     make_link,
 )
-from ._protocol import WRITE_CHUNK
+from ._protocol import WRITE_CHUNK, screen_from_json
 from ._remote_calls import _Calls, _ready_json
 from ._remote_fetched import _Fetched
 from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _line, _Reader
@@ -399,6 +400,9 @@ class RemoteSupervisor(SupervisorAPI):
         timeout: float | None = None,
         merge_stderr: bool = False,
         stdin: bool = False,
+        pty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
         ready: Ready | str | int | Mapping[str, object] | None = None,
         reuse: bool = False,
     ) -> Proc:
@@ -417,6 +421,9 @@ class RemoteSupervisor(SupervisorAPI):
             timeout=timeout,
             merge_stderr=merge_stderr or None,
             stdin=stdin or None,
+            pty=pty or None,
+            rows=rows,
+            cols=cols,
             ready=_ready_json(ready),
             reuse=reuse or None,
         )
@@ -457,6 +464,12 @@ class RemoteSupervisor(SupervisorAPI):
             )
             written += int(reply["written"])
         return written
+
+    async def resize(self, proc_id: int, rows: int, cols: int) -> None:
+        await self._calls.call("resize", proc_id=proc_id, proc=proc_id, rows=rows, cols=cols)
+
+    async def screen(self, proc_id: int) -> ScreenText:
+        return screen_from_json(await self._calls.call("screen", proc_id=proc_id, proc=proc_id))
 
     async def close_stdin(self, proc_id: int) -> bool:
         p = self._must_be_live(proc_id)

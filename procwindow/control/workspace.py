@@ -22,6 +22,7 @@ in order, kept healthy.
     env_file = ".env"             # optional: NAME=value lines (a list too; also at the top)
     env = { PORT = "3000" }       # optional, over env_file
     graceful_timeout = 2.0        # optional
+    pty = true                    # optional: on a terminal, rows × cols (24 × 80 unless given)
     depends_on = { api = "ready" }            # or ["api"]: each must have started
     ready = { port = 3000, timeout = 60 }     # or "a line pattern", or a port number
     liveness = { port = 3000, period = 10, timeout = 5, failures = 3 }
@@ -364,6 +365,7 @@ class _Checker(KeyChecker):
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
+        terminal = self.terminal(table, where)
         self.resolve(args[0], cwd, env, (*where, "shell" if "shell" in table else "argv"))
         deps = self.depends_on(table, where)
         ready = None
@@ -392,6 +394,7 @@ class _Checker(KeyChecker):
                 cwd=cwd,
                 env=env,
                 graceful_timeout=grace,
+                pty=terminal,
                 name=name,
                 depends_on=deps,
                 ready=ready,

@@ -12,6 +12,7 @@ from ._errors import (
     InvalidPattern,
     InvalidScope,
     NoMatch,
+    NoTerminal,
     NotExecutable,
     NotReady,
     ProcNotFound,
@@ -35,6 +36,7 @@ from ._proc import Proc, SpawnOptions
 from ._ready import Ready, check_timeout, http_target
 from ._regex import Regex
 from ._replay import ByteBatch
+from ._screen import ScreenText
 from ._search import Matcher, SearchHit
 from ._spawn import resolve as resolve_command
 from ._supervisor import Supervisor
@@ -134,6 +136,7 @@ __all__ = [
     "Liveness",
     "Matcher",
     "NoMatch",
+    "NoTerminal",
     "NotExecutable",
     "NotReady",
     "OutputEvent",
@@ -153,6 +156,7 @@ __all__ = [
     "RestartPolicy",
     "RunBatch",
     "ScopeCounts",
+    "ScreenText",
     "SearchHit",
     "SpawnFailed",
     "SpawnOptions",

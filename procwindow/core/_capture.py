@@ -120,6 +120,8 @@ class Capture:
             if not child.capture_failed:
                 child.capture_failed = True
                 log.exception("proc %d: capture failed; its %s lines are lost", child.id, stream)
+        if child.screen is not None:
+            child.screen.add(self._view[:n])
         pending = store.pending_size(stream)
         split = store.pieces != pieces
         child.disk.write(stream, self._view[:n], now, store.last_seq, pending, split=split)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from ._disklog import DiskLog
     from ._output import OutputStore
     from ._proc import Proc
+    from ._screen import TerminalScreen
 
 __all__ = ["Child", "StopCause"]
 
@@ -56,6 +57,7 @@ class Child:
         "ps_last",
         "read_size",
         "ready_task",
+        "screen",
         "stdin_fd",
         "stdin_lock",
         "stop_cause",
@@ -118,6 +120,8 @@ class Child:
         self.timeout_handle: asyncio.TimerHandle | None = None
         self.timed_out = False
         self.ready_task: asyncio.Task[None] | None = None
+        #: Its terminal's screen, spawned with ``pty`` (None: pipes).
+        self.screen: TerminalScreen | None = None
         proc._attach(self)
 
     @property
@@ -275,6 +279,15 @@ class Child:
             loop.remove_reader(fd)
         os.close(fd)
         return True
+
+    def terminal_fd(self) -> int | None:
+        """An fd of its terminal's master while one is open (spawned with
+        ``pty``): where output is read from, or where input goes."""
+        if self.screen is None:
+            return None
+        if Stream.STDOUT in self.open_streams:
+            return self.stream_fds[Stream.STDOUT]
+        return self.stdin_fd
 
     def close_logs(self) -> None:
         with contextlib.suppress(OSError):

@@ -347,6 +347,8 @@ class Command:
     cwd: str | None = None
     env: Mapping[str, str] | None = None
     graceful_timeout: float | None = None
+    #: Its terminal's size (rows, columns) to run on a pseudo-terminal; None: pipes.
+    pty: tuple[int, int] | None = None
     name: str | None = None
     depends_on: Mapping[str, Condition | str] | Sequence[str] = field(default_factory=dict)
     ready: Ready | str | int | Mapping[str, object] | None = None

@@ -26,6 +26,7 @@ __all__ = [
     "InvalidPattern",
     "InvalidScope",
     "NoMatch",
+    "NoTerminal",
     "NotExecutable",
     "NotReady",
     "ProcNotFound",
@@ -287,6 +288,19 @@ class StdinClosed(ProcwindowError, BrokenPipeError):
     """``write`` to a proc whose stdin is closed, or that has none."""
 
     code = "stdin-closed"
+    details: ClassVar[Mapping[str, type]] = {"proc_id": int, "why": str}
+
+    def __init__(self, proc_id: int, why: str) -> None:
+        super().__init__(f"proc {proc_id}: {why}")
+        self.proc_id = proc_id
+        self.why = why
+
+
+class NoTerminal(ProcwindowError, LookupError):
+    """``resize`` or ``screen`` of a proc that has no terminal (spawned without
+    ``pty``), or whose terminal is closed (it exited)."""
+
+    code = "no-terminal"
     details: ClassVar[Mapping[str, type]] = {"proc_id": int, "why": str}
 
     def __init__(self, proc_id: int, why: str) -> None:

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ._orchestra import WorkspaceRun
     from ._proc import Proc
     from ._ready import Ready
+    from ._screen import ScreenText
     from ._search import SearchHit
 
 __all__ = ["SupervisorAPI"]
@@ -242,6 +243,9 @@ class SupervisorAPI(Protocol):
         timeout: float | None = None,
         merge_stderr: bool = False,
         stdin: bool = False,
+        pty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
         ready: Ready | str | int | Mapping[str, object] | None = None,
         reuse: bool = False,
     ) -> Proc:
@@ -258,8 +262,12 @@ class SupervisorAPI(Protocol):
         ``merge_stderr``: stderr goes into the stdout pipe, so the two are in
         the exact order written (all lines are then ``stdout``).
         ``stdin``: keep a pipe to its stdin for ``write``/``close_stdin``
-        (otherwise stdin is /dev/null). ``ready``: how it shows it is ready (a
-        :class:`Ready`, a line pattern, or a localhost port); see ``wait_ready``.
+        (otherwise stdin is /dev/null). ``pty``: run it on a pseudo-terminal of
+        ``rows`` × ``cols`` (24 × 80 by default), its controlling terminal, in a
+        session of its own: stdout and stderr are then one stream (``stdout``)
+        and ``write`` types into it (see ``resize`` and ``screen``). ``ready``:
+        how it shows it is ready (a :class:`Ready`, a line pattern, or a
+        localhost port); see ``wait_ready``.
         ``reuse``: if a proc with the same argv, cwd and scope is running,
         return it instead of starting a second copy.
 
@@ -297,6 +305,19 @@ class SupervisorAPI(Protocol):
         ``stdin=True``; return the bytes written. Waits while the pipe is full.
         Raises StdinClosed if it has no stdin, it was closed, or the child
         stopped reading (EPIPE)."""
+        ...
+
+    async def resize(self, proc_id: int, rows: int, cols: int) -> None:
+        """Give the terminal of a proc spawned with ``pty`` a new size; the
+        kernel sends its foreground process group SIGWINCH. Raises NoTerminal
+        for a proc without one, or once its terminal is closed."""
+        ...
+
+    async def screen(self, proc_id: int) -> ScreenText:
+        """The screen of a proc spawned with ``pty``, as its terminal shows it
+        now: its rows as text, the cursor, and whether a full-screen program
+        switched to the alternate screen. Raises NoTerminal for a proc without
+        one (or one no longer in the live view)."""
         ...
 
     async def close_stdin(self, proc_id: int) -> bool:

@@ -11,10 +11,11 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _spawn, _waiting
+from . import _pty, _spawn, _waiting
 from ._child import Child
 from ._proc import Proc, SpawnOptions
 from ._reaper import SWEEP_INTERVAL, own_child
+from ._screen import TerminalScreen
 from ._spawn import check_cwd, resolve
 from ._types import Clock, EventKind, Stream
 
@@ -81,6 +82,7 @@ class Launcher:
             merge_stderr=values["merge_stderr"],
             stdin=values["stdin"],
             ready=values["ready"],
+            pty=(values["rows"], values["cols"]) if values["pty"] else None,
         )
         if values["reuse"]:
             for child in reversed(self._children.values()):
@@ -89,9 +91,11 @@ class Launcher:
                     return p
         env = _spawn.child_env(overrides)
         exe = resolve(args[0], _spawn.exec_path(env), cwd)
-        spawned = await self._starter.start(
-            args, exe, cwd, env, merge_stderr=options.merge_stderr, stdin=options.stdin
-        )
+        if options.pty is not None and "TERM" not in (overrides or {}):
+            # Its terminal is the one the screen model emulates, not the server's.
+            env[b"TERM"] = _pty.TERM.encode()
+        wiring = _spawn.Wiring(options.merge_stderr, options.stdin, options.pty)
+        spawned = await self._starter.start(args, exe, cwd, env, wiring)
         started = spawned.started
         for guard in self._guards:
             guard.started(started.popen.pid, started.start)
@@ -132,6 +136,8 @@ class Launcher:
         )
         child.stdin_fd = started.stdin
         child.marker = spawned.marker
+        if proc.options.pty is not None:
+            child.screen = TerminalScreen(*proc.options.pty)
         self._children[proc.id] = child
         self._archive.started(proc)
         pid = proc.os_pid

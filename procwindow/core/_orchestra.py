@@ -23,6 +23,7 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
+from . import _pty
 from ._command import Dependency, WorkspaceConflict, WorkspaceNotFound
 from ._command_state import CommandState, commands_table, idx_rows
 from ._errors import NotReady, ProcNotFound, ProcwindowError, SupervisorClosed
@@ -88,6 +89,9 @@ class RunHost(Probed, Protocol):
         env: Mapping[str, str] | None,
         graceful_timeout: float | None,
         ready: Ready | None,
+        pty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
     ) -> Proc: ...
 
     async def wait(self, proc_id: int, timeout: float | None = None) -> ExitInfo: ...
@@ -276,6 +280,7 @@ class WorkspaceRun:
                 env=spec.env,
                 graceful_timeout=grace,
                 ready=spec.readiness,
+                **_pty.spawn_args(spec.pty),
             )
         except SupervisorClosed:
             raise

@@ -6,8 +6,9 @@ import shlex
 import time
 from collections.abc import Set
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
+from . import _pty
 from ._text import escape_controls
 from ._types import ExitInfo, ExitReason, ProcState, Stream
 
@@ -43,6 +44,19 @@ class SpawnOptions:
     merge_stderr: bool = False
     stdin: bool = False
     ready: Ready | None = None
+    #: Its terminal's size when it started (rows, columns), spawned with
+    #: ``pty``; None: pipes.
+    pty: tuple[int, int] | None = None
+
+    def spawn_args(self) -> dict[str, Any]:
+        """These options as ``spawn``'s keyword arguments (to run it again)."""
+        return {
+            "timeout": self.timeout,
+            "merge_stderr": self.merge_stderr,
+            "stdin": self.stdin,
+            "ready": self.ready,
+            **_pty.spawn_args(self.pty),
+        }
 
 
 def format_cmd(argv: tuple[str, ...]) -> str:
@@ -238,7 +252,7 @@ class Proc:
 
     @property
     def options(self) -> SpawnOptions:
-        """What its spawn asked for: timeout, merge_stderr, stdin, ready."""
+        """What its spawn asked for: timeout, merge_stderr, stdin, ready, pty."""
         return self._options
 
     @property

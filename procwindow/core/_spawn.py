@@ -12,10 +12,10 @@ import resource
 import signal
 import stat
 import subprocess
-from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
-from . import _linux
+from . import _linux, _pty
 from ._errors import (
     CommandNotFound,
     CwdMissing,
@@ -28,6 +28,7 @@ from ._errors import (
 __all__ = [
     "MARKER_KEY",
     "Started",
+    "Wiring",
     "check_cwd",
     "child_env",
     "exec_path",
@@ -173,6 +174,12 @@ def _defaults(signals: tuple[signal.Signals, ...]) -> None:
         signal.signal(sig, signal.SIG_DFL)
 
 
+def _on_terminal(signals: tuple[signal.Signals, ...]) -> None:
+    """In a PTY child, before it execs: its terminal, then ``_defaults``."""
+    _pty.take_terminal()
+    _defaults(signals)
+
+
 def popen(
     args: tuple[str, ...],
     exe: str,
@@ -181,13 +188,24 @@ def popen(
     stdin: int | None,
     out_w: int,
     err_w: int,
+    *,
+    terminal: bool = False,
 ) -> subprocess.Popen[bytes]:
+    """Start ``args`` with these fds (``terminal``: they are a PTY's slave,
+    which becomes its controlling terminal in a session of its own)."""
     # A host that ignores SIGINT (started in the background by a script, or under
     # nohup) must not pass that on: interrupt() would do nothing. Resetting takes
     # a preexec_fn, so such a host forks; others keep Popen's vfork fast path.
     ignored = ignored_signals()
-    try:
+    if terminal:
+        # setsid (start_new_session) makes a group of its own too: pgid = pid.
+        group: dict[str, Any] = {"start_new_session": True}
+        prepare: Callable[[], None] | None = functools.partial(_on_terminal, ignored)
+    else:
         # process_group=0 puts the child in a group of its own before it execs.
+        group = {"process_group": 0}
+        prepare = functools.partial(_defaults, ignored) if ignored else None
+    try:
         return subprocess.Popen(
             args,
             executable=exe,
@@ -196,9 +214,9 @@ def popen(
             stderr=err_w,
             cwd=cwd,
             env=env,
-            process_group=0,
             close_fds=True,
-            preexec_fn=functools.partial(_defaults, ignored) if ignored else None,
+            preexec_fn=prepare,
+            **group,
         )
     except FileNotFoundError as exc:
         if cwd is not None and exc.filename == cwd:
@@ -224,10 +242,69 @@ class Started(NamedTuple):
 
     popen: subprocess.Popen[bytes]
     pidfd: int
-    stdout: int
-    stderr: int | None  # None: stderr goes to the stdout pipe (merge_stderr)
-    stdin: int | None  # the write end of its stdin pipe, if it has one
+    stdout: int  # or a PTY's master
+    stderr: int | None  # None: stderr goes to the stdout pipe (merge_stderr, a PTY)
+    stdin: int | None  # the write end of its stdin pipe (a PTY's master, dup'd), if any
     start: int  # its start time in clock ticks (with the pid, names it for good)
+
+
+class Wiring(NamedTuple):
+    """How a child's stdin, stdout and stderr are connected.
+
+    ``merge_stderr``: one pipe for stdout and stderr (their order is exact).
+    ``stdin``: a pipe to its stdin (otherwise it reads /dev/null).
+    ``pty``: a pseudo-terminal of (rows, columns) for all three instead of
+    pipes, its controlling terminal: one stream, and its input always open.
+    """
+
+    merge_stderr: bool = False
+    stdin: bool = False
+    pty: tuple[int, int] | None = None
+
+
+#: Pipes for stdout and stderr, /dev/null for stdin.
+PIPES = Wiring()
+
+
+class _Ends(NamedTuple):
+    """The fds a start hands out: ours (read ends, stdin's write end), the child's."""
+
+    out_r: int
+    err_r: int | None
+    in_w: int | None
+    in_r: int
+    out_w: int
+    err_w: int
+
+
+def _open_ends(
+    wiring: Wiring, devnull: int, ours: contextlib.ExitStack, theirs: contextlib.ExitStack
+) -> _Ends:
+    """Open the pipes (or the PTY) of ``wiring``; each fd is closed by the stack
+    of its side (``ours`` on failure, ``theirs`` once the child has them)."""
+    if wiring.pty is not None:
+        master, slave = _pty.open_pty(*wiring.pty)
+        ours.callback(os.close, master)
+        theirs.callback(os.close, slave)
+        dup = os.dup(master)  # closing stdin must not close what output is read from
+        ours.callback(os.close, dup)
+        return _Ends(master, None, dup, slave, slave, slave)
+    out_r, out_w = os.pipe2(os.O_CLOEXEC)
+    ours.callback(os.close, out_r)
+    theirs.callback(os.close, out_w)
+    err_r: int | None = None
+    err_w = out_w
+    if not wiring.merge_stderr:
+        err_r, err_w = os.pipe2(os.O_CLOEXEC)
+        ours.callback(os.close, err_r)
+        theirs.callback(os.close, err_w)
+    in_w: int | None = None
+    in_r = devnull
+    if wiring.stdin:
+        in_r, in_w = os.pipe2(os.O_CLOEXEC)
+        ours.callback(os.close, in_w)
+        theirs.callback(os.close, in_r)
+    return _Ends(out_r, err_r, in_w, in_r, out_w, err_w)
 
 
 def start(
@@ -236,45 +313,37 @@ def start(
     cwd: str | None,
     env: dict[bytes, bytes],
     devnull: int,
-    *,
-    merge_stderr: bool = False,
-    stdin: bool = False,
+    wiring: Wiring = PIPES,
 ) -> Started:
-    """Start a child in a process group of its own, with its pipes and a pidfd.
-
-    ``merge_stderr``: one pipe for stdout and stderr (their order is exact).
-    ``stdin``: a pipe to its stdin, whose write end is returned (non-blocking);
-    otherwise its stdin is ``devnull``.
+    """Start a child in a process group of its own, wired as ``wiring`` says,
+    with a pidfd. The write end of its stdin, if any, is non-blocking.
 
     Any failure unwinds everything acquired so far, in reverse — the child too
     (killed and reaped): nothing is left behind. Raises the errors of ``popen``,
-    or SpawnFailed when pipes or the pidfd cannot be had (EMFILE at the fd limit).
+    or SpawnFailed when pipes, a terminal or the pidfd cannot be had (EMFILE
+    at the fd limit).
     """
     with contextlib.ExitStack() as undo:
         try:
             # The child's ends are closed here whatever happens.
             with contextlib.ExitStack() as childs_ends:
-                out_r, out_w = os.pipe2(os.O_CLOEXEC)
-                undo.callback(os.close, out_r)
-                childs_ends.callback(os.close, out_w)
-                err_r: int | None = None
-                err_w = out_w
-                if not merge_stderr:
-                    err_r, err_w = os.pipe2(os.O_CLOEXEC)
-                    undo.callback(os.close, err_r)
-                    childs_ends.callback(os.close, err_w)
-                in_w: int | None = None
-                in_r = devnull
-                if stdin:
-                    in_r, in_w = os.pipe2(os.O_CLOEXEC)
-                    undo.callback(os.close, in_w)
-                    childs_ends.callback(os.close, in_r)
-                child = popen(args, exe, cwd, env, in_r, out_w, err_w)
+                ends = _open_ends(wiring, devnull, undo, childs_ends)
+                child = popen(
+                    args,
+                    exe,
+                    cwd,
+                    env,
+                    ends.in_r,
+                    ends.out_w,
+                    ends.err_w,
+                    terminal=wiring.pty is not None,
+                )
         except ProcwindowError:
             raise
-        except OSError as exc:  # EMFILE, ENFILE
+        except OSError as exc:  # EMFILE, ENFILE, no terminal left (ENOSPC from /dev/ptmx)
+            what = "a terminal" if wiring.pty is not None else "pipes"
             raise SpawnFailed(
-                exc.errno, f"cannot create pipes for {args[0]!r}: {os_error_text(exc)}"
+                exc.errno, f"cannot create {what} for {args[0]!r}: {os_error_text(exc)}"
             ) from exc
         undo.callback(_kill_unwatched, child)
         try:
@@ -286,10 +355,10 @@ def start(
             raise SpawnFailed(exc.errno, f"cannot watch {args[0]!r}: {os_error_text(exc)}") from exc
         if fields is None:
             raise SpawnFailed(None, f"{args[0]!r} vanished as it started")
-        if in_w is not None:
-            os.set_blocking(in_w, False)
+        if ends.in_w is not None:
+            os.set_blocking(ends.in_w, False)
         undo.pop_all()
-    return Started(child, pidfd, out_r, err_r, in_w, fields.start)
+    return Started(child, pidfd, ends.out_r, ends.err_r, ends.in_w, fields.start)
 
 
 def _kill_unwatched(child: subprocess.Popen[bytes]) -> None:

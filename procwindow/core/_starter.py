@@ -82,9 +82,7 @@ class Starter:
         exe: str,
         cwd: str | None,
         env: dict[bytes, bytes],
-        *,
-        merge_stderr: bool,
-        stdin: bool,
+        wiring: _spawn.Wiring,
     ) -> Spawned:
         """Reserve an id, prepare its logs and start ``args`` (``_spawn.start``),
         on the loop or in the spawn thread; ``env`` gets the child's marker.
@@ -94,13 +92,13 @@ class Starter:
         leaves nothing behind: a child that started is killed and reaped.
         """
         if not self._starting and not self._started_here:
-            spawned = self._start(args, exe, cwd, env, merge_stderr, stdin, wait=False)
+            spawned = self._start(args, exe, cwd, env, wiring, wait=False)
             if spawned is not None:
                 self._started_here = True
                 self._loop.call_soon(self._next_pass)
                 return spawned
         work = self._loop.run_in_executor(
-            self._spawn_thread(), self._start_waiting, args, exe, cwd, env, merge_stderr, stdin
+            self._spawn_thread(), self._start_waiting, args, exe, cwd, env, wiring
         )
         self._starting.add(work)
         work.add_done_callback(self._starting.discard)
@@ -154,12 +152,11 @@ class Starter:
         exe: str,
         cwd: str | None,
         env: dict[bytes, bytes],
-        merge_stderr: bool,
-        stdin: bool,
+        wiring: _spawn.Wiring,
     ) -> Spawned:
         # In the spawn thread: the loop runs on while the locks are waited for
         # and the child execs (which takes milliseconds on a busy machine).
-        spawned = self._start(args, exe, cwd, env, merge_stderr, stdin, wait=True)
+        spawned = self._start(args, exe, cwd, env, wiring, wait=True)
         assert spawned is not None  # waiting, it never gives up
         return spawned
 
@@ -169,8 +166,7 @@ class Starter:
         exe: str,
         cwd: str | None,
         env: dict[bytes, bytes],
-        merge_stderr: bool,
-        stdin: bool,
+        wiring: _spawn.Wiring,
         *,
         wait: bool = True,
     ) -> Spawned | None:
@@ -187,15 +183,7 @@ class Starter:
                 marker = env[_spawn.MARKER_KEY] = f"{self._token}:{proc_id}".encode()
                 disk = self._archive.prepare(proc_id)
                 try:
-                    started = _spawn.start(
-                        args,
-                        exe,
-                        cwd,
-                        env,
-                        self._devnull,
-                        merge_stderr=merge_stderr,
-                        stdin=stdin,
-                    )
+                    started = _spawn.start(args, exe, cwd, env, self._devnull, wiring)
                 except BaseException:
                     disk.close()
                     raise

@@ -4,9 +4,11 @@ closing it once the writes under way are done."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from typing import TYPE_CHECKING
 
+from . import _pty
 from ._errors import StdinClosed
 
 if TYPE_CHECKING:
@@ -62,6 +64,10 @@ def _wake(ready: asyncio.Future[None]) -> None:
 
 async def close(child: Child, loop: asyncio.AbstractEventLoop | None) -> bool:
     """Close ``child``'s stdin once the writes under way are done; False if it
-    had none or it was closed already."""
+    had none or it was closed already. A terminal (``pty``) is sent Ctrl-D
+    first: its reader reads end-of-file, as a person's Ctrl-D would give."""
     async with child.stdin_lock:
+        if child.screen is not None and child.stdin_fd is not None:
+            with contextlib.suppress(OSError):
+                os.write(child.stdin_fd, _pty.EOF)
         return child.close_stdin(loop)

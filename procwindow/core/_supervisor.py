@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _agent, _stdin, _waiting, spec
+from . import _agent, _stdin, _terminal, _waiting, spec
 from ._agent import Excerpt
 from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, Archive
 from ._capture import BIG_PIPE
@@ -32,6 +32,7 @@ from ._ready import Ready
 from ._replay import ByteBatch
 from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_ports, tree_stats
 from ._running import Running, release
+from ._screen import ScreenText
 from ._search import SearchHit
 from ._statefile import StateFile
 from ._types import (
@@ -280,6 +281,9 @@ class Supervisor(SupervisorAPI):
         timeout: float | None = None,
         merge_stderr: bool = False,
         stdin: bool = False,
+        pty: bool = False,
+        rows: int | None = None,
+        cols: int | None = None,
         ready: Ready | str | int | Mapping[str, object] | None = None,
         reuse: bool = False,
     ) -> Proc:
@@ -299,6 +303,9 @@ class Supervisor(SupervisorAPI):
             timeout=timeout,
             merge_stderr=merge_stderr,
             stdin=stdin,
+            pty=pty,
+            rows=rows,
+            cols=cols,
             ready=ready,
             reuse=reuse,
         )
@@ -310,7 +317,6 @@ class Supervisor(SupervisorAPI):
         if owner is not None:
             run, name = owner
             return await run.restart(name)
-        o = p.options
         return await self.spawn(
             p.argv,
             session=p.session,
@@ -319,10 +325,7 @@ class Supervisor(SupervisorAPI):
             cwd=p.cwd,
             env=p.env,
             graceful_timeout=p.graceful_timeout,
-            timeout=o.timeout,
-            merge_stderr=o.merge_stderr,
-            stdin=o.stdin,
-            ready=o.ready,
+            **p.options.spawn_args(),
         )
 
     # -- queries -------------------------------------------------------------
@@ -407,9 +410,6 @@ class Supervisor(SupervisorAPI):
         where one of the child's reads (at most 1 MiB each) ended if that fills a
         quarter of ``max_bytes``, so it may return less. 1-2 MiB a call is the
         fastest way through a long output (pages that fit the CPU's caches).
-
-        >>> batch = sup.read_bytes(p.id, max_bytes=2 << 20)  # doctest: +SKIP
-        >>> sys.stdout.buffer.write(batch.data)  # doctest: +SKIP
         """
         return self._reads.read_bytes(proc_id, since, limit, max_bytes, stream)
 
@@ -452,15 +452,8 @@ class Supervisor(SupervisorAPI):
             since=since,
             timeout=timeout,
         )
-        return await _waiting.wait_for(
-            self._procs(),
-            proc_id,
-            pattern,
-            regex=args["regex"],
-            stream=args["stream"],
-            since=args["since"],
-            timeout=args["timeout"],
-        )
+        del args["proc"], args["pattern"]
+        return await _waiting.wait_for(self._procs(), proc_id, pattern, **args)
 
     async def wait_ready(self, proc_id: int, timeout: float | None = None) -> Proc:
         """Wait until the proc's readiness check passes (``spawn(ready=...)``);
@@ -502,6 +495,13 @@ class Supervisor(SupervisorAPI):
     async def close_stdin(self, proc_id: int) -> bool:
         child = self._child(proc_id)
         return await _stdin.close(child, self._run.loop if self._run is not None else None)
+
+    async def resize(self, proc_id: int, rows: int, cols: int) -> None:
+        spec.check("resize", proc=proc_id, rows=rows, cols=cols)
+        _terminal.resize(self._child(proc_id), rows, cols)
+
+    async def screen(self, proc_id: int) -> ScreenText:
+        return await _terminal.screen(self._child(proc_id))
 
     def search(
         self,

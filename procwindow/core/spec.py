@@ -30,8 +30,8 @@ from typing import Any
 
 from ._errors import InvalidField
 from ._fields import MAX_ID, READY_CHOICES, READY_KINDS, Field, Kind, Mcp, Verb
+from ._run_spec import COLS, ROWS, RUN
 from ._types import ExitReason, Stream
-from .rules import DEFAULT_TOOL, MAX_GRACEFUL_TIMEOUT, command_argv
 
 __all__ = [
     "MAX_EXCERPT_BYTES",
@@ -64,12 +64,6 @@ MAX_EXCERPT_LINES = 10_000
 def check(verb: str, **given: Any) -> dict[str, Any]:
     """``VERBS[verb].check(given)``, for the library's methods."""
     return VERBS[verb].check(given)
-
-
-def _one_command(values: dict[str, Any]) -> None:
-    """Exactly one of ``argv`` and ``shell``; ``argv`` becomes what runs."""
-    values["argv"] = command_argv(values["argv"], values["shell"])
-    values["shell"] = None
 
 
 def _commands_of_a_workspace(values: dict[str, Any]) -> None:
@@ -134,119 +128,7 @@ SCOPE = (SESSION, AGENT)
 
 _VERB_LIST: tuple[Verb, ...] = (
     Verb("hello", "the server's name, protocol versions and pid"),
-    Verb(
-        "run",
-        "start a command",
-        (
-            Field("session", Kind.NAME, "its session", required=True, mcp=None),
-            Field("agent", Kind.NAME, "its agent", required=True, mcp=None),
-            Field(
-                "tool",
-                Kind.TOOL,
-                "who asked for it",
-                default=DEFAULT_TOOL,
-                mcp=None,
-                workspace=True,
-            ),
-            Field(
-                "argv",
-                Kind.ARGV,
-                "the program and its arguments",
-                cli=None,
-                mcp=None,
-                workspace=True,
-            ),
-            Field(
-                "shell",
-                Kind.TEXT,
-                "run LINE with /bin/sh -c instead of a command",
-                mcp=None,
-                workspace=True,
-                note="a line run by `/bin/sh -c`; give `argv` or `shell`",
-            ),
-            Field(
-                "cwd",
-                Kind.TEXT,
-                "its working directory (default: the server's)",
-                mcp=Mcp(help="working directory (default: the MCP server's; relative to it)"),
-                workspace=True,
-            ),
-            Field(
-                "env",
-                Kind.ENV,
-                "variables to add or override (null removes one)",
-                mcp=Mcp(help="environment variables to add or override"),
-                workspace=True,
-            ),
-            Field(
-                "graceful_timeout",
-                Kind.GRACE,
-                "seconds between SIGTERM and SIGKILL",
-                note=f"seconds, 0 to {MAX_GRACEFUL_TIMEOUT:g}",
-                mcp=None,
-                workspace=True,
-            ),
-            Field(
-                "timeout",
-                Kind.SECONDS,
-                "terminate it after SECONDS (its exit reason is then 'timeout')",
-                note="seconds",
-                mcp=Mcp(
-                    help="seconds it may run; then it is terminated (exit reason 'timeout')."
-                    " Default: no limit"
-                ),
-            ),
-            Field(
-                "merge_stderr",
-                Kind.FLAG,
-                "one pipe for stdout and stderr: their lines keep the exact order (all stdout)",
-                mcp=Mcp(
-                    help="true: stderr goes into stdout's pipe, so their lines keep their exact"
-                    " order (they are then all reported as stdout)"
-                ),
-            ),
-            Field(
-                "stdin",
-                Kind.FLAG,
-                "keep a pipe to its stdin, for 'ctl write'",
-                mcp=Mcp(
-                    help="true: keep a pipe to its stdin open, to send input with `write`"
-                    " (default: stdin is empty)"
-                ),
-            ),
-            Field(
-                "ready",
-                Kind.READY,
-                "how it shows it is ready",
-                note="an object, a line pattern or a port",
-                workspace=True,
-                mcp=Mcp(
-                    help="how it shows it is ready, for `wait_ready`: a string is a regex a"
-                    ' line of its output must match ("listening on"); an integer, a TCP port'
-                    " on 127.0.0.1 that must accept a connection (8080); an object holds"
-                    ' exactly one of "line" (with "regex": false for plain text, "stream"),'
-                    ' "port" (with "host"), "http" (a URL a GET of which must answer 2xx or'
-                    ' 3xx), "command" (a list) or "shell" (a line): a command that must exit'
-                    ' 0, and may hold "interval" and "timeout" seconds'
-                ),
-            ),
-            Field(
-                "reuse",
-                Kind.FLAG,
-                "if the same command (argv, cwd, session and agent) runs already, give its id"
-                " instead of starting another",
-                mcp=Mcp(
-                    help="true: if the same command already runs in the same directory,"
-                    " session and agent, return that process instead of starting a second one"
-                    " (for dev servers)"
-                ),
-            ),
-        ),
-        library="spawn",
-        ctl="run",
-        mcp="run",
-        rules=(_one_command,),
-    ),
+    RUN,
     Verb("top", "a table of processes", SCOPE, library="top", ctl="top"),
     Verb("idx", "the index as TSV", SCOPE, library="idx", ctl="idx"),
     Verb("procs", "the processes of the live view, newest first", SCOPE, library="procs"),
@@ -522,6 +404,26 @@ _VERB_LIST: tuple[Verb, ...] = (
         library="restart",
         ctl="restart",
         mcp="restart",
+    ),
+    Verb(
+        "resize",
+        "set the size of a process's terminal (spawned with pty)",
+        (
+            PROC,
+            replace(ROWS, required=True, cli="ROWS", mcp=Mcp(help="rows")),
+            replace(COLS, required=True, cli="COLS", mcp=Mcp(help="columns")),
+        ),
+        library="resize",
+        ctl="resize",
+        mcp="resize",
+    ),
+    Verb(
+        "screen",
+        "the screen of a process's terminal (spawned with pty), as text",
+        PROC_ID,
+        library="screen",
+        ctl="screen",
+        mcp="screen",
     ),
     Verb(
         "ports",

@@ -1,4 +1,5 @@
-"""The MCP tools that act: ``run`` a command, ``write`` to its stdin, and
+"""The MCP tools that act: ``run`` a command, ``write`` to its stdin, ``resize``
+its terminal, and
 ``interrupt``, ``term``, ``kill``, ``restart`` or ``dismiss`` a process.
 
 Each checks the session's policy (:mod:`._policy`) first: by default a session
@@ -44,10 +45,10 @@ class Acting(Toolbox):
         fields = _command(args["command"], shell)
         fields["cwd"] = _cwd(args["cwd"])
         # Optional fields are sent only when asked for.
-        for name in ("env", "timeout", "ready"):
+        for name in ("env", "timeout", "ready", "rows", "cols"):
             if args[name]:
                 fields[name] = args[name]
-        for name in ("merge_stderr", "stdin", "reuse"):
+        for name in ("merge_stderr", "stdin", "pty", "reuse"):
             if args[name]:
                 fields[name] = True
         self.policy.check_run(fields)
@@ -86,6 +87,15 @@ class Acting(Toolbox):
                 result = await c.call("write", proc=args["id"], data=piece, close=close)
                 written += int(result["written"])
         return {**result, "written": written}
+
+    async def resize(self, args: Args, ctx: Context) -> dict[str, Any]:
+        """Give the terminal of a process started with `pty: true` a new size
+        (rows × columns); the program is told (SIGWINCH) and redraws. Returns
+        {"id", "rows", "cols"}."""
+        async with tool_client(self.backend) as c:
+            await self.proc(c, "resize", args["id"])
+            result = await c.call("resize", proc=args["id"], rows=args["rows"], cols=args["cols"])
+        return {"id": args["id"], **result}
 
     async def interrupt(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Send SIGINT (as Ctrl-C) to a process, to stop a watcher or a REPL's

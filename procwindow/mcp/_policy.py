@@ -24,7 +24,9 @@ from ..core import ProcwindowError
 __all__ = ["ACTING_TOOLS", "Policy", "Refused"]
 
 #: The tools that change a process (or start one).
-ACTING_TOOLS = frozenset({"run", "write", "interrupt", "term", "kill", "restart", "dismiss"})
+ACTING_TOOLS = frozenset(
+    {"run", "write", "resize", "interrupt", "term", "kill", "restart", "dismiss"}
+)
 #: Variables that would run other code than the allowed command.
 _LOADER_VARIABLES = ("PATH", "LD_", "PYTHON", "NODE_OPTIONS", "PERL5", "RUBYOPT")
 

@@ -1,4 +1,5 @@
-"""The MCP tools that read: output (``read``, ``excerpt``, ``search``), waits
+"""The MCP tools that read: output (``read``, ``excerpt``, ``search``, a
+terminal's ``screen``), waits
 (``wait_for``, ``wait_ready``, ``wait``) and processes (``list``, ``history``,
 ``ports``).
 
@@ -42,6 +43,29 @@ async def summary(client: AsyncClient, proc_id: int) -> dict[str, Any]:
     }
 
 
+def _screen_text(lines: list[str]) -> str:
+    """A screen's rows as text, the blank rows at its bottom left out."""
+    while lines and not lines[-1]:
+        lines = lines[:-1]
+    return "\n".join(lines)
+
+
+async def _full_screen(client: AsyncClient, info: dict[str, Any], result: dict[str, Any]) -> None:
+    """A full-screen program's output is escape codes: give its screen instead
+    (``screen``, with ``text`` its rows), and say so. Left alone for a process
+    without a terminal, or one not on its alternate screen."""
+    if not info.get("pty") or not info.get("live") or info.get("exit") is not None:
+        return
+    shot = await client.call("screen", proc=info["id"])
+    if not shot["alternate"]:
+        return
+    result["text"] = result["screen"] = _screen_text(shot["lines"])
+    result["note"] = (
+        "a full-screen program: `text` is its screen now (rows as it draws them), not"
+        " its output lines; `write` sends keys, `screen` looks again"
+    )
+
+
 class Reading(Toolbox):
     """What the reading tools do."""
 
@@ -81,6 +105,7 @@ class Reading(Toolbox):
             if out.get(key):
                 result[key] = out[key]
         result["state"], result["exit"] = info["state"], info["exit"]
+        await _full_screen(c, info, result)
         return result
 
     async def excerpt(self, args: Args, ctx: Context) -> dict[str, Any]:
@@ -95,8 +120,24 @@ class Reading(Toolbox):
         """
         fields = {k: args[k] for k in ("head", "tail", "max_bytes", "since")}
         async with tool_client(self.backend) as c:
-            await self.proc(c, "excerpt", args["id"])
+            info = await self.proc(c, "excerpt", args["id"])
             result = dict(await c.call("excerpt", proc=args["id"], **fields))
+            await _full_screen(c, info, result)
+        clip_field(result, "text")
+        return result
+
+    async def screen(self, args: Args, ctx: Context) -> dict[str, Any]:
+        """The screen of a process started with `pty: true`, as its terminal
+        shows it now: for a full-screen program (top, less, a curses menu) or a
+        prompt, what a person would see. Returns {"id", "text", "rows", "cols",
+        "cursor": [row, column], "alternate"}; `alternate` is true while a
+        full-screen program has the screen."""
+        async with tool_client(self.backend) as c:
+            await self.proc(c, "screen", args["id"])
+            shot = await c.call("screen", proc=args["id"])
+        text = _screen_text(shot["lines"])
+        result = {"id": args["id"], "text": text, "rows": shot["rows"], "cols": shot["cols"]}
+        result |= {"cursor": shot["cursor"], "alternate": shot["alternate"]}
         clip_field(result, "text")
         return result
 

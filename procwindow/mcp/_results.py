@@ -98,6 +98,7 @@ class Page(TypedDict):
     note: NotRequired[str]
     dropped: NotRequired[int]
     cut_bytes: NotRequired[int]
+    screen: NotRequired[str]
 
 
 @with_config(_OPEN)
@@ -112,6 +113,8 @@ class Excerpt(TypedDict):
     eof: bool
     exit: Exit | None
     text_cut_bytes: NotRequired[int]
+    screen: NotRequired[str]
+    note: NotRequired[str]
 
 
 @with_config(_OPEN)
@@ -200,6 +203,25 @@ class Ports(TypedDict):
     ports: list[Port]
 
 
+@with_config(_OPEN)
+class Screen(TypedDict):
+    """A terminal's screen: its rows as text, its size, the cursor (row, column)."""
+
+    id: int
+    text: str
+    rows: int
+    cols: int
+    cursor: list[int]
+    alternate: bool
+
+
+@with_config(_OPEN)
+class Resized(TypedDict):
+    id: int
+    rows: int
+    cols: int
+
+
 #: Each tool's result.
 RESULTS: dict[str, Any] = {
     "run": Started,
@@ -210,6 +232,8 @@ RESULTS: dict[str, Any] = {
     "wait_ready": Ready,
     "wait": Ended,
     "write": Written,
+    "resize": Resized,
+    "screen": Screen,
     "interrupt": Interrupted,
     "term": Stopped,
     "kill": Stopped,

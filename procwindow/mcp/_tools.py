@@ -102,9 +102,20 @@ def build_app(backend: Backend, scope: Scope, policy: Policy | None = None) -> M
 
 
 #: The reading tools, in the order a client lists them.
-_READ = ("read", "excerpt", "search", "wait_for", "wait_ready", "wait", "list", "history", "ports")
+_READ = (
+    "read",
+    "excerpt",
+    "screen",
+    "search",
+    "wait_for",
+    "wait_ready",
+    "wait",
+    "list",
+    "history",
+    "ports",
+)
 #: The acting tools.
-_ACT = ("run", "write", "interrupt", "term", "kill", "restart", "dismiss")
+_ACT = ("run", "write", "resize", "interrupt", "term", "kill", "restart", "dismiss")
 
 
 def _hints() -> dict[str, ToolAnnotations]:
@@ -117,6 +128,7 @@ def _hints() -> dict[str, ToolAnnotations]:
     hints = {
         "run": ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=True),
         "write": acts,
+        "resize": acts,
         "interrupt": acts,
         "term": stops,
         "kill": stops,

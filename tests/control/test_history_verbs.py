@@ -24,6 +24,7 @@ import pytest
 
 from procwindow import Supervisor
 from procwindow.control import ControlServer, default_socket_path
+from procwindow.control._protocol import PROTOCOL_VERSION
 from procwindow.control.ctl import parse_since
 from procwindow.core import format_size
 
@@ -391,7 +392,9 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await _complete(sup, p.id)
             messages = await _messages(server.path, {"op": "search", "id": 1, "pattern": "HIT"})
             assert [m["hit"]["text"] for m in messages[:-1]] == ["hit 1", "hit 2", "hit 3"]
-            assert all("ok" not in m and m["id"] == 1 and m["v"] == 5 for m in messages[:-1])
+            assert all(
+                "ok" not in m and m["id"] == 1 and m["v"] == PROTOCOL_VERSION for m in messages[:-1]
+            )
             assert messages[-1]["result"] == {"hits": 3, "limited": False}
 
             # A search that finds a hit, then scans on (as through gigabytes) for the
@@ -433,7 +436,7 @@ def test_search_streams_hits_and_stops_when_the_client_leaves(tmp_path):
             await asyncio.wait_for(closed.wait(), 10)
             sup.search = real  # type: ignore[method-assign]
             hello = await _messages(server.path, {"op": "hello"})
-            assert hello[-1]["result"]["protocol"] == 5
+            assert hello[-1]["result"]["protocol"] == PROTOCOL_VERSION
 
     asyncio.run(main())
 

@@ -47,6 +47,8 @@ TOOLS = {
     "history",
     "search",
     "ports",
+    "resize",
+    "screen",
 }
 #: The verbs the agent tools use.
 NEW_VERBS = {"excerpt", "wait_for", "ready", "write"}

@@ -8,6 +8,8 @@ import time
 
 import pytest
 
+from procwindow.control._protocol import PROTOCOL_VERSION
+
 from .conftest import read_message
 
 
@@ -56,7 +58,7 @@ def test_bad_requests_get_clear_errors_on_a_live_connection(server, line, code, 
         # the same connection still works
         ok = server.request({"op": "hello", "id": 2}, sock)
         assert ok["ok"] is True
-        assert ok["result"]["protocol"] == 5
+        assert ok["result"]["protocol"] == PROTOCOL_VERSION
     _still_serving(server)
 
 

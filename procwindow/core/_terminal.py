@@ -1,0 +1,44 @@
+"""The terminals of PTY children: their size, and their screen as text."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from . import _pty
+from ._errors import NoTerminal
+from ._screen import ScreenText, TerminalScreen
+
+if TYPE_CHECKING:
+    from ._child import Child
+
+__all__ = ["resize", "screen"]
+
+#: Seconds of the screen model's work between passes of the loop.
+PIECE_SECONDS = 0.004
+
+
+def _screen_of(child: Child) -> TerminalScreen:
+    if child.screen is None:
+        raise NoTerminal(child.id, "it has no terminal (spawn it with pty=True)")
+    return child.screen
+
+
+async def screen(child: Child) -> ScreenText:
+    """Its screen as it is now: the output so far fed to the screen model,
+    in pieces with the loop running between them."""
+    model = _screen_of(child)
+    while True:
+        if model.catch_up(PIECE_SECONDS):
+            return model.text()
+        await asyncio.sleep(0)  # a pass of the loop between pieces
+
+
+def resize(child: Child, rows: int, cols: int) -> None:
+    """Give its terminal ``rows`` × ``cols`` (the child is sent SIGWINCH)."""
+    model = _screen_of(child)
+    fd = child.terminal_fd()
+    if fd is None:
+        raise NoTerminal(child.id, "its terminal is closed")
+    _pty.set_size(fd, rows, cols)
+    model.resize(rows, cols)
