@@ -110,4 +110,4 @@ class _AgentVerbs:
 
     async def _screen(self, req: dict[str, Any], conn: Conn) -> Any:
         """A proc's terminal's screen as text."""
-        return screen_to_json(await self.sup.screen(req["proc"]))
+        return screen_to_json(await self.sup.screen(req["proc"], styled=req["styled"]))

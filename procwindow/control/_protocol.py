@@ -16,6 +16,7 @@ from ..core import (
     Line,
     Proc,
     ProcwindowError,
+    Run,
     ScreenText,
     SearchHit,
     error_class,
@@ -278,8 +279,10 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
 
 
 def screen_to_json(screen: ScreenText) -> dict[str, Any]:
-    """A terminal's screen as JSON: its size, rows of text, cursor and mode."""
-    return {
+    """A terminal's screen as JSON: its size, rows of text, cursor and mode;
+    ``runs`` when styled: each row's runs as ``[text, fg, bg, bold, italics,
+    underscore, reverse]``."""
+    out = {
         "rows": screen.rows,
         "cols": screen.cols,
         "lines": list(screen.lines),
@@ -287,10 +290,14 @@ def screen_to_json(screen: ScreenText) -> dict[str, Any]:
         "cursor_visible": screen.cursor_visible,
         "alternate": screen.alternate,
     }
+    if screen.styled is not None:
+        out["runs"] = [[list(run) for run in row] for row in screen.styled]
+    return out
 
 
 def screen_from_json(value: Mapping[str, Any]) -> ScreenText:
     row, col = value["cursor"]
+    runs = value.get("runs")
     return ScreenText(
         int(value["rows"]),
         int(value["cols"]),
@@ -298,6 +305,7 @@ def screen_from_json(value: Mapping[str, Any]) -> ScreenText:
         (int(row), int(col)),
         bool(value["cursor_visible"]),
         bool(value["alternate"]),
+        None if runs is None else tuple(tuple(Run(*run) for run in r) for r in runs),
     )
 
 

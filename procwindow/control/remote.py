@@ -468,8 +468,11 @@ class RemoteSupervisor(SupervisorAPI):
     async def resize(self, proc_id: int, rows: int, cols: int) -> None:
         await self._calls.call("resize", proc_id=proc_id, proc=proc_id, rows=rows, cols=cols)
 
-    async def screen(self, proc_id: int) -> ScreenText:
-        return screen_from_json(await self._calls.call("screen", proc_id=proc_id, proc=proc_id))
+    async def screen(self, proc_id: int, *, styled: bool = False) -> ScreenText:
+        reply = await self._calls.call(
+            "screen", proc_id=proc_id, proc=proc_id, styled=styled or None
+        )
+        return screen_from_json(reply)
 
     async def close_stdin(self, proc_id: int) -> bool:
         p = self._must_be_live(proc_id)

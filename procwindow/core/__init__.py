@@ -36,7 +36,7 @@ from ._proc import Proc, SpawnOptions
 from ._ready import Ready, check_timeout, http_target
 from ._regex import Regex
 from ._replay import ByteBatch
-from ._screen import ScreenText
+from ._screen import Run, ScreenText
 from ._search import Matcher, SearchHit
 from ._spawn import resolve as resolve_command
 from ._supervisor import Supervisor
@@ -154,6 +154,7 @@ __all__ = [
     "Ready",
     "Regex",
     "RestartPolicy",
+    "Run",
     "RunBatch",
     "ScopeCounts",
     "ScreenText",

@@ -313,11 +313,12 @@ class SupervisorAPI(Protocol):
         for a proc without one, or once its terminal is closed."""
         ...
 
-    async def screen(self, proc_id: int) -> ScreenText:
+    async def screen(self, proc_id: int, *, styled: bool = False) -> ScreenText:
         """The screen of a proc spawned with ``pty``, as its terminal shows it
         now: its rows as text, the cursor, and whether a full-screen program
-        switched to the alternate screen. Raises NoTerminal for a proc without
-        one (or one no longer in the live view)."""
+        switched to the alternate screen; with ``styled``, each row's runs of
+        colours and attributes too (to draw it). Raises NoTerminal for a proc
+        without one (or one no longer in the live view)."""
         ...
 
     async def close_stdin(self, proc_id: int) -> bool:

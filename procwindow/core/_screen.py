@@ -45,27 +45,6 @@ _REDRAWS = (
 )
 
 
-class ScreenText(NamedTuple):
-    """A terminal's screen as text: ``lines`` are its rows (trailing blanks
-    cut, every row there), ``cursor`` its (row, column) from 0, ``alternate``
-    true while a full-screen program has switched to the alternate screen."""
-
-    rows: int
-    cols: int
-    lines: tuple[str, ...]
-    cursor: tuple[int, int]
-    cursor_visible: bool
-    alternate: bool
-
-    @property
-    def text(self) -> str:
-        """Its rows as lines of text, the blank rows at the bottom left out."""
-        lines = list(self.lines)
-        while lines and not lines[-1]:
-            lines.pop()
-        return "\n".join(lines)
-
-
 class Run(NamedTuple):
     """Characters of one row drawn alike: colours as pyte names them
     (``default``, ``red``… or a hex ``rrggbb``), and their attributes."""
@@ -77,6 +56,30 @@ class Run(NamedTuple):
     italics: bool
     underscore: bool
     reverse: bool
+
+
+class ScreenText(NamedTuple):
+    """A terminal's screen as text: ``lines`` are its rows (trailing blanks
+    cut, every row there), ``cursor`` its (row, column) from 0, ``alternate``
+    true while a full-screen program has switched to the alternate screen.
+    ``styled``, when asked for: each row as runs of characters drawn alike
+    (colours and attributes, trailing blanks kept), to draw it."""
+
+    rows: int
+    cols: int
+    lines: tuple[str, ...]
+    cursor: tuple[int, int]
+    cursor_visible: bool
+    alternate: bool
+    styled: tuple[tuple[Run, ...], ...] | None = None
+
+    @property
+    def text(self) -> str:
+        """Its rows as lines of text, the blank rows at the bottom left out."""
+        lines = list(self.lines)
+        while lines and not lines[-1]:
+            lines.pop()
+        return "\n".join(lines)
 
 
 class _Terminal(pyte.Screen):
@@ -172,8 +175,9 @@ class TerminalScreen:
         del pending[:done]
         return not pending
 
-    def text(self) -> ScreenText:
-        """The screen as it is drawn now (call ``catch_up`` first to be current)."""
+    def text(self, styled: bool = False) -> ScreenText:
+        """The screen as it is drawn now (call ``catch_up`` first to be current);
+        with ``styled``, its rows as runs too."""
         s = self._screen
         return ScreenText(
             s.lines,
@@ -182,6 +186,7 @@ class TerminalScreen:
             (s.cursor.y, s.cursor.x),
             not s.cursor.hidden,
             s.alternate,
+            tuple(tuple(row) for row in self.styled()) if styled else None,
         )
 
     def styled(self) -> list[list[Run]]:

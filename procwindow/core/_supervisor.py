@@ -500,8 +500,8 @@ class Supervisor(SupervisorAPI):
         spec.check("resize", proc=proc_id, rows=rows, cols=cols)
         _terminal.resize(self._child(proc_id), rows, cols)
 
-    async def screen(self, proc_id: int) -> ScreenText:
-        return await _terminal.screen(self._child(proc_id))
+    async def screen(self, proc_id: int, *, styled: bool = False) -> ScreenText:
+        return await _terminal.screen(self._child(proc_id), styled)
 
     def search(
         self,

@@ -24,13 +24,13 @@ def _screen_of(child: Child) -> TerminalScreen:
     return child.screen
 
 
-async def screen(child: Child) -> ScreenText:
+async def screen(child: Child, styled: bool = False) -> ScreenText:
     """Its screen as it is now: the output so far fed to the screen model,
-    in pieces with the loop running between them."""
+    in pieces with the loop running between them (``styled``: with its runs)."""
     model = _screen_of(child)
     while True:
         if model.catch_up(PIECE_SECONDS):
-            return model.text()
+            return model.text(styled)
         await asyncio.sleep(0)  # a pass of the loop between pieces
 
 

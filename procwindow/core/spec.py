@@ -420,7 +420,16 @@ _VERB_LIST: tuple[Verb, ...] = (
     Verb(
         "screen",
         "the screen of a process's terminal (spawned with pty), as text",
-        PROC_ID,
+        (
+            PROC,
+            Field(
+                "styled",
+                Kind.FLAG,
+                "each row's runs of colours and attributes too",
+                cli=None,
+                mcp=None,
+            ),
+        ),
         library="screen",
         ctl="screen",
         mcp="screen",
