@@ -52,7 +52,12 @@ def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(r
             assert "size 24x80" in text
             assert p.options.pty == (24, 80) and p.options.stdin and p.options.merge_stderr
             await sup.resize(p.id, 40, 132)
-            await sup.wait_for(p.id, "^size 40x132$", timeout=10)
+            try:
+                await sup.wait_for(p.id, "^size 40x132$", timeout=10)
+            except TimeoutError:
+                raise AssertionError(
+                    f"no SIGWINCH report; output: {sup.read(p.id).text!r}"
+                ) from None
             assert (await sup.screen(p.id))[:2] == (40, 132)
             assert await sup.close_stdin(p.id)  # Ctrl-D: its reader reads end-of-file
             await sup.wait_for(p.id, "^eof$", timeout=10)
