@@ -97,6 +97,8 @@ class Capture:
         if not n:
             self._end_stream(child, stream)
             return
+        if child.screen is not None:
+            n = self._read_on(fd, n, size)
         self._ingest(child, stream, n)
         if n == size and child.read_size[stream] < BIG_PIPE:
             # The pipe was full: the child writes faster than we wake up.
@@ -104,6 +106,21 @@ class Capture:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, BIG_PIPE)
                 child.read_size[stream] = BIG_PIPE
+
+    def _read_on(self, fd: int, n: int, size: int) -> int:
+        """A terminal hands over a few KiB a read (its buffer's chunks), however
+        much waits: read on into the buffer while more is there, so that one
+        wake-up takes it all (half the cost of a flood). Returns the bytes now
+        in the buffer; an error is left for the next read to meet."""
+        while n < size:
+            try:
+                got = os.readv(fd, [self._view[n:size]])
+            except OSError:  # BlockingIOError: all taken; EIO: the next read ends it
+                break
+            if not got:
+                break
+            n += got
+        return n
 
     def _ingest(self, child: Child, stream: Stream, n: int) -> None:
         now = self._clock()

@@ -91,9 +91,8 @@ class Launcher:
                     return p
         env = _spawn.child_env(overrides)
         exe = resolve(args[0], _spawn.exec_path(env), cwd)
-        if options.pty is not None and "TERM" not in (overrides or {}):
-            # Its terminal is the one the screen model emulates, not the server's.
-            env[b"TERM"] = _pty.TERM.encode()
+        if options.pty is not None:
+            _pty.describe_terminal(env, overrides or {})
         wiring = _spawn.Wiring(options.merge_stderr, options.stdin, options.pty)
         spawned = await self._starter.start(args, exe, cwd, env, wiring)
         started = spawned.started

@@ -15,6 +15,7 @@ import fcntl
 import os
 import struct
 import termios
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = [
@@ -24,6 +25,7 @@ __all__ = [
     "MAX_COLS",
     "MAX_ROWS",
     "TERM",
+    "describe_terminal",
     "open_pty",
     "set_size",
     "size",
@@ -69,6 +71,18 @@ def size(fd: int) -> tuple[int, int]:
     """The terminal's size: rows, columns."""
     rows, cols, _x, _y = _WINSIZE.unpack(fcntl.ioctl(fd, termios.TIOCGWINSZ, bytes(_WINSIZE.size)))
     return rows, cols
+
+
+def describe_terminal(env: dict[bytes, bytes], overrides: Mapping[str, object]) -> None:
+    """Make a PTY child's environment ``env`` describe its own terminal, not the
+    server's: ``TERM`` is the one the screen model emulates, and ``LINES`` and
+    ``COLUMNS`` go (programs that read them, curses among them, would take them
+    over the terminal's real size). What the spawn's ``env`` names is kept."""
+    if "TERM" not in overrides:
+        env[b"TERM"] = TERM.encode()
+    for name in ("LINES", "COLUMNS"):
+        if name not in overrides:
+            env.pop(name.encode(), None)
 
 
 def spawn_args(size: tuple[int, int] | None) -> dict[str, Any]:

@@ -31,6 +31,7 @@ TTY_REPORT = """
         rows, cols = os.get_terminal_size(0).lines, os.get_terminal_size(0).columns
         print(f"size {rows}x{cols}", flush=True)
     print("tty", [os.isatty(fd) for fd in (0, 1, 2)], os.environ.get("TERM"), flush=True)
+    print("env", os.environ.get("LINES"), os.environ.get("COLUMNS"), flush=True)
     print("ctty", os.open("/dev/tty", os.O_RDWR) >= 0, "sid", os.getsid(0) == os.getpid(), flush=True)
     report()
     signal.signal(signal.SIGWINCH, report)
@@ -41,7 +42,13 @@ TTY_REPORT = """
 """
 
 
-def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(run) -> None:
+def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(
+    run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The server's own terminal's size must not pass for the child's (curses reads these).
+    monkeypatch.setenv("LINES", "7")
+    monkeypatch.setenv("COLUMNS", "9")
+
     async def main() -> None:
         async with Supervisor(history=False) as sup:
             p = await sup.spawn(py(TTY_REPORT), session="s", agent="a", pty=True)
@@ -49,6 +56,7 @@ def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(r
             text = sup.read(p.id).text
             assert "tty [True, True, True] xterm-256color" in text
             assert "ctty True sid True" in text
+            assert "env None None" in text
             assert "size 24x80" in text
             assert p.options.pty == (24, 80) and p.options.stdin and p.options.merge_stderr
             await sup.resize(p.id, 40, 132)
