@@ -42,6 +42,7 @@ TTY_REPORT = """
 """
 
 
+@pytest.mark.promise("Commands that need a terminal")
 def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(
     run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -114,6 +115,7 @@ def test_size_and_term_can_be_given_and_pipes_refuse_a_terminal_s_calls(run) -> 
     run(main())
 
 
+@pytest.mark.promise("Commands that need a terminal")
 def test_a_python_repl_is_driven_through_write(run) -> None:
     async def main() -> None:
         async with Supervisor(history=False) as sup:
@@ -142,6 +144,7 @@ PASSWORD = """
 """
 
 
+@pytest.mark.promise("Commands that need a terminal")
 def test_a_password_prompt_on_dev_tty_is_answered_through_write(run) -> None:
     async def main() -> None:
         async with Supervisor(history=False) as sup:
@@ -179,6 +182,7 @@ CURSES = """
 """
 
 
+@pytest.mark.promise("Commands that need a terminal")
 def test_a_full_screen_program_s_screen_is_read_back_as_text(run) -> None:
     async def main() -> None:
         async with Supervisor(history=False) as sup:
@@ -230,6 +234,7 @@ def _pids(text: str) -> list[int]:
     ]
 
 
+@pytest.mark.promise("Commands that need a terminal")
 @pytest.mark.parametrize("how", ["term", "kill"])
 def test_a_tree_that_ignores_sighup_is_stopped_with_nothing_left(run, how: str) -> None:
     async def main() -> None:
