@@ -437,10 +437,11 @@ class Supervisor(SupervisorAPI):
         ``regex=False``); waits for it if need be.
 
         An unterminated line that stands still (a prompt such as ``Continue?
-        [y/N] ``) is matched too: then the Line has ``partial`` set. To go on
-        after a hit, read from ``line.seq`` (``line.seq - 1`` for a partial
-        line). Raises NoMatch (with the exit) when the proc ended without a
-        matching line, TimeoutError after ``timeout`` seconds (the proc is left
+        [y/N] ``), and a row of a full-screen program's screen (``pty``), are
+        matched too: then the Line has ``partial`` set. To go on after a hit,
+        read from ``line.seq`` (``line.seq - 1`` for a partial line). Raises
+        NoMatch (with the exit) when the proc ended without a matching line,
+        TimeoutError after ``timeout`` seconds (the proc is left
         alone), InvalidPattern for a bad pattern.
         """
         args = spec.check(

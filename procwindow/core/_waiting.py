@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from . import _terminal
 from ._agent import SCAN_CHUNK, Procs, run_check
 from ._errors import NoMatch, NotReady, ProcRunning, Timeout
 from ._match import LineMatch
@@ -92,6 +93,13 @@ async def _scan_for(
                 for line in sorted(child.partials.values(), key=lambda x: x.time):
                     if (want is None or line.stream is want) and match.line(line.text):
                         return line._replace(seq=child.store.last_seq + 1)
+                if child.screen is not None and want is not Stream.STDERR:
+                    if not child.screen.catch_up(SCAN_SLICE):
+                        await asyncio.sleep(0)
+                        continue
+                    row = _terminal.full_screen_row(child, match.line)
+                    if row is not None:
+                        return row
                 eof = not child.open_streams and cursor >= child.store.last_seq
             else:
                 batch = procs.read(proc_id, cursor, limit=SCAN_CHUNK, stream=want)

@@ -205,6 +205,22 @@ def test_a_full_screen_program_s_screen_is_read_back_as_text(run) -> None:
     run(main())
 
 
+@pytest.mark.promise("Commands that need a terminal")
+def test_wait_for_matches_a_row_of_a_full_screen_program_s_screen(run) -> None:
+    async def main() -> None:
+        async with Supervisor(history=False) as sup:
+            p = await sup.spawn(py(CURSES), session="s", agent="a", pty=True, rows=20, cols=60)
+            # Drawn with cursor moves: no output line holds it; the screen's row does.
+            hit = await sup.wait_for(p.id, r"^ {10}HELLO SCREEN$", timeout=10)
+            assert hit.partial and hit.text == " " * 10 + "HELLO SCREEN"
+            assert hit.seq == p.last_seq + 1
+            assert not any(line.text == hit.text for line in sup.read(p.id).lines)
+            await sup.write(p.id, "q")
+            await sup.wait(p.id, timeout=10)
+
+    run(main())
+
+
 async def _until_screen(sup: Supervisor, proc_id: int, cond, timeout: float = 10.0) -> None:
     end = time.monotonic() + timeout
     while True:
