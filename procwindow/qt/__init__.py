@@ -30,6 +30,8 @@ from .models import (
 from .runform import RunForm
 from .sparkline import Sparkline
 from .table import ProcTableStyle
+from .terminal import TerminalModel
+from .terminal_view import TerminalView
 from .viewmodel import ProcWindowModel
 
 __all__ = [
@@ -58,6 +60,8 @@ __all__ = [
     "SessionRole",
     "Sparkline",
     "StatsSampler",
+    "TerminalModel",
+    "TerminalView",
     "default_supervisor",
     "format_bytes",
     "set_default_supervisor",

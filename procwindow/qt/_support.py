@@ -197,13 +197,19 @@ class EventPump:
     holds the handler weakly: a model that is garbage-collected is not kept
     alive by its own subscription, and its pump then stops at the next event.
     ``close()`` ends the subscription and cancels the task; it is idempotent.
+    ``proc``: only that proc's events.
     """
 
     def __init__(
-        self, supervisor: SupervisorAPI, pattern: str, handler: Callable[[list[Event]], None]
+        self,
+        supervisor: SupervisorAPI,
+        pattern: str,
+        handler: Callable[[list[Event]], None],
+        *,
+        proc: int | None = None,
     ) -> None:
         self.pattern = pattern
-        self._subscription = supervisor.subscribe(pattern)
+        self._subscription = supervisor.subscribe(pattern, proc=proc)
         # A bound method dies with its instance at once: weakly ref the instance.
         ref: Callable[[], Callable[[list[Event]], None] | None] = (
             weakref.WeakMethod(handler) if hasattr(handler, "__self__") else weakref.ref(handler)

@@ -29,6 +29,7 @@ from ._support import Later, constant_property, plural, qt_property
 from .controller import ProcController, StatsSampler
 from .models import LogFacts, OutputModel, ProcModel
 from .pane import InputLine, OutputFind
+from .terminal import TerminalModel
 
 __all__ = ["LOG_FILES_TTL", "OutputPaneModel"]
 
@@ -87,6 +88,9 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._stats = stats
         self._find = OutputFind(output_model, self)
         self._input_line = InputLine(output_model, proc_model, controller, self)
+        self._terminal = TerminalModel(controller.supervisor, output_model, self)
+        self._terminal.message.connect(self.message)
+        self._terminal.stateChanged.connect(self.selectionChanged)  # what copy copies
         self._selection = LineSelection()
         self._tail = FollowState()
         self._texts = PaneTexts()
@@ -126,10 +130,13 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     """Enter / Shift+Enter in the filter: from match to match (``matchText`` says ``3 of 120``)."""
     inputLine = constant_property(InputLine, "_input_line")
     """The line under the output that writes to the streaming proc's stdin."""
+    terminal = constant_property(TerminalModel, "_terminal")
+    """The streaming proc's terminal, for the pane's terminal view (a PTY proc)."""
 
     def close(self) -> None:
         """Stop the updates under way (the window is going away)."""
         self._stick_later.stop()
+        self._terminal.close()
 
     def _hold(self) -> None:
         self._output.held = not self._tail.following
@@ -252,10 +259,13 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     """The footer's ``3 selected`` ("" without a selection)."""
 
     def _get_copy_tip(self) -> str:
+        if self._terminal.active:
+            return "Copy the screen's text"
         return "Copy selected lines" if self._selection.selected else "Copy all lines"
 
     copyTip = qt_property(str, _get_copy_tip, notify=selectionChanged)
-    """What the copy button copies: the selected lines, or all of them."""
+    """What the copy button copies: the selected lines, or all of them (the screen
+    while the terminal view shows)."""
 
     def _select(self, changed: bool) -> None:
         if changed:
@@ -310,15 +320,22 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     @Slot()
     def copyAll(self) -> None:
-        """Copy every line shown (the matching ones while filtered), and say so."""
+        """Copy every line shown (the matching ones while filtered), and say so;
+        the screen's text while the terminal view shows."""
+        if self._terminal.active:
+            self._terminal.copy()
+            return
         self._output.copyToClipboard(self._output.copyAll())
         filtered = bool(self._output.filterText)
         self.message.emit("Matching lines copied" if filtered else "Output copied", False)
 
     @Slot()
     def copy(self) -> None:
-        """The copy button: the selection if there is one, else every line."""
-        if self._selection.selected:
+        """The copy button: the selection if there is one, else every line (the
+        screen while the terminal view shows)."""
+        if self._terminal.active:
+            self._terminal.copy()
+        elif self._selection.selected:
             self.copySelection()
         else:
             self.copyAll()

@@ -6,6 +6,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from procwindow.qt._keys import ViewAction, key_text, view_action
+from procwindow.qt._terminal_paint import columns_of, palette_colors
+from procwindow.qt.terminal import paste_text
 
 K = Qt.Key
 NONE = Qt.KeyboardModifier.NoModifier
@@ -82,3 +84,18 @@ def test_the_view_keeps_copy_and_paste_and_lets_ctrl_c_through() -> None:
     assert view_action(K.Key_C, CTRL) is None  # Ctrl+C is the child's: "\x03"
     assert view_action(K.Key_V, CTRL) is None
     assert view_action(K.Key_C, CTRL | SHIFT | ALT) is None
+
+
+def test_pasted_line_ends_are_enter() -> None:
+    assert paste_text("a\nb\r\nc") == "a\rb\rc"
+
+
+def test_colours_and_cells() -> None:
+    names = palette_colors()
+    # The eight names, their bright forms, pyte's misspelt one and xterm's numbered sixteen.
+    assert len({names[n] for n in ("red", "brightred", "cd0000", "ff0000")}) == 2
+    assert names["bfightmagenta"] == names["brightmagenta"]
+    assert names["brown"] == names["cdcd00"]
+    assert columns_of("abc") == 3
+    assert columns_of("日本語") == 6
+    assert columns_of("") == 0

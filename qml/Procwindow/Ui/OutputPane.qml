@@ -8,7 +8,9 @@ import Procwindow
 // The live output of one process: a ListView over an OutputModel (never a text
 // area: it stays cheap at a million lines). It follows the tail until the person
 // scrolls up, and follows again once they are back at the bottom: the view tells
-// its ProcWindowModel what happened, the model decides.
+// its ProcWindowModel what happened, the model decides. A process on a terminal
+// shows its screen instead (a TerminalView, keys typed there go to it), its lines
+// one click away (the Terminal chip).
 FocusScope {
     id: pane
 
@@ -17,6 +19,9 @@ FocusScope {
     readonly property StatsSampler stats: viewModel.stats
     readonly property OutputFind find: viewModel.find
     readonly property InputLine inputLine: viewModel.inputLine
+    readonly property TerminalModel terminal: viewModel.pane.terminal
+    // The terminal's screen shows, not the lines.
+    readonly property bool terminalShown: terminal.active
     // Shortcut texts for the tooltips (the window owns the shortcuts).
     property string filterShortcut: "Ctrl+F"
     property string copyShortcut: "Ctrl+C"
@@ -38,7 +43,9 @@ FocusScope {
 
     // The End key: back to the live tail (a scroll still gliding is stopped first).
     function jumpToLive() { view.cancelFlick(); view.centredRow = -1; pane.viewModel.jumpToLive(view.moving) }
-    function focusFilter() { filterField.forceActiveFocus(); filterField.selectAll() }
+    // The filter filters lines: from the terminal view, back to them.
+    function focusFilter() { pane.terminal.shown = false; filterField.forceActiveFocus(); filterField.selectAll() }
+    function focusTerminal() { if (pane.terminalShown) terminalView.forceActiveFocus() }
     function focusInput() { if (inputField.visible) inputField.forceActiveFocus() }
     // Put row `row` in the middle of the view (a search hit opened at its line).
     // It stays in the middle while the view is laid out, until the person scrolls.
@@ -147,6 +154,7 @@ FocusScope {
                 FilterField {
                     id: filterField
                     objectName: "filterField"
+                    visible: !pane.terminalShown
                     outputModel: pane.outputModel
                     matchText: pane.viewModel.matchText
                     shortcutText: pane.filterShortcut
@@ -159,7 +167,18 @@ FocusScope {
                     onPreviousRequested: pane.find.previous()
                 }
                 ToggleChip {
+                    objectName: "terminalToggle"
+                    visible: pane.terminal.available
+                    label: qsTr("Terminal")
+                    tip: pane.terminal.shown ? qsTr("The terminal's screen shows: click for its lines") : qsTr("Its lines show: click for the terminal's screen")
+                    implicitWidth: 66
+                    implicitHeight: Theme.buttonSize - 4
+                    checked: pane.terminal.shown
+                    onToggled: pane.terminal.shown = checked
+                }
+                ToggleChip {
                     objectName: "timesToggle"
+                    visible: !pane.terminalShown
                     label: "12:00"
                     tip: qsTr("Show the time each line arrived")
                     implicitWidth: 40
@@ -172,11 +191,12 @@ FocusScope {
                     iconName: "copy"
                     tip: pane.viewModel.copyTip
                     shortcutText: pane.viewModel.hasSelection ? pane.copyShortcut : pane.copyAllShortcut
-                    enabled: view.count > 0
+                    enabled: pane.terminalShown || view.count > 0
                     onClicked: pane.viewModel.copy()
                 }
                 IconButton {
                     objectName: "clearButton"
+                    visible: !pane.terminalShown
                     iconName: "clear"
                     tip: qsTr("Clear the view (the log is kept)")
                     enabled: view.count > 0
@@ -285,6 +305,7 @@ FocusScope {
                 anchors.fill: parent
                 anchors.topMargin: 4
                 anchors.bottomMargin: 2
+                visible: !pane.terminalShown
                 model: pane.outputModel
                 focus: true
                 activeFocusOnTab: true
@@ -422,11 +443,30 @@ FocusScope {
                 }
             }
 
+            // The terminal's screen, for a process on a terminal: a click gives it the keys.
+            TerminalView {
+                id: terminalView
+                objectName: "terminalView"
+                anchors.fill: parent
+                anchors.leftMargin: Theme.spacing
+                anchors.topMargin: 2
+                visible: pane.terminalShown
+                terminal: pane.terminal
+                padding: 4
+                fontFamily: Theme.monoFamily
+                fontPixelSize: Theme.monoFontSize
+                foreground: Theme.outputText
+                background: Theme.outputBackground
+                cursorColor: Theme.outputText
+                // Hidden under the keyboard's feet: the keys go back to the lines.
+                onVisibleChanged: if (!visible && activeFocus) view.forceActiveFocus()
+            }
+
             // What to do when there is nothing to show.
             Text {
                 objectName: "outputEmpty"
                 anchors.centerIn: parent
-                visible: view.count === 0 && pane.outputModel.partialText.length === 0
+                visible: !pane.terminalShown && view.count === 0 && pane.outputModel.partialText.length === 0
                 text: pane.viewModel.emptyText
                 color: Theme.textFaint
                 font.pixelSize: Theme.fontSize
@@ -436,7 +476,7 @@ FocusScope {
             Button {
                 id: liveButton
                 objectName: "jumpToLiveButton"
-                visible: !pane.viewModel.following && view.count > 0
+                visible: !pane.terminalShown && !pane.viewModel.following && view.count > 0
                 anchors.right: parent.right
                 anchors.bottom: parent.bottom
                 anchors.rightMargin: Theme.spacing * 2 + 6
@@ -469,7 +509,8 @@ FocusScope {
         // -- the stdin line: what is typed here goes to the process ---------------------
         Rectangle {
             objectName: "inputBar"
-            visible: pane.inputLine.available
+            // In the terminal view, keys typed there go to the process.
+            visible: pane.inputLine.available && !pane.terminalShown
             Layout.fillWidth: true
             Layout.preferredHeight: Theme.buttonSize + 10
             color: Theme.surface
@@ -549,13 +590,13 @@ FocusScope {
                 spacing: Theme.spacing * 2
                 Text {
                     objectName: "lineCountText"
-                    text: pane.viewModel.lineCountText
+                    text: pane.terminalShown ? pane.terminal.statusText : pane.viewModel.lineCountText
                     color: Theme.textFaint
                     font.pixelSize: Theme.smallFontSize
                 }
                 Text {
                     objectName: "selectedText"
-                    visible: pane.viewModel.hasSelection
+                    visible: pane.viewModel.hasSelection && !pane.terminalShown
                     text: pane.viewModel.selectedText
                     color: Theme.textFaint
                     font.pixelSize: Theme.smallFontSize
@@ -563,7 +604,7 @@ FocusScope {
                 Item { Layout.fillWidth: true }
                 Text {
                     objectName: "followState"
-                    visible: text.length > 0
+                    visible: text.length > 0 && !pane.terminalShown
                     text: pane.viewModel.followText
                     color: pane.viewModel.following ? Theme.success : Theme.warning
                     font.pixelSize: Theme.smallFontSize
