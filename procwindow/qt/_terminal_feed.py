@@ -137,8 +137,13 @@ class ScreenFeed:
                 self._watch_until = 0.0
                 self._on_gone(exc)
             return
-        except (ProcwindowError, OSError) as exc:  # a connection lost: try again when poked
-            log.debug("procwindow.qt: no screen of %d: %s", proc_id, exc)
+        except Exception as exc:  # a connection lost, or a bug: try again when poked
+            log.log(
+                logging.DEBUG if isinstance(exc, ProcwindowError | OSError) else logging.ERROR,
+                "procwindow.qt: no screen of %d: %r",
+                proc_id,
+                exc,
+            )
             self._done(proc_id)
             return
         if not self._done(proc_id):

@@ -306,7 +306,10 @@ FocusScope {
                 anchors.topMargin: 4
                 anchors.bottomMargin: 2
                 visible: !pane.terminalShown
-                model: pane.outputModel
+                // Under the terminal view it makes no rows (a full-screen program's
+                // redraws are many lines); back on the lines, it opens at their tail.
+                model: pane.terminalShown ? null : pane.outputModel
+                onModelChanged: if (model !== null) Qt.callLater(pane.jumpToLive)
                 focus: true
                 activeFocusOnTab: true
                 clip: true
