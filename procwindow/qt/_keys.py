@@ -8,6 +8,10 @@ modifier parameter, ``\\x1b[1;5C`` for Ctrl+Right), Ctrl+letter as its control
 character (Ctrl+C is ``\\x03``: it goes to the child) and Alt+key as ESC before
 the key. The view's own keys (copy and paste) are :func:`view_action`'s.
 
+A program that switched the terminal to application cursor keys (DECCKM,
+``ESC [ ? 1 h``: curses programs in keypad mode) reads the cursor keys as
+``ESC O A`` …; ncurses knows no other form then (``ESC [ A`` reads as three keys).
+
 No Qt here beyond the key codes: the table is tested alone.
 """
 
@@ -128,9 +132,10 @@ def view_action(key: int, modifiers: _Mod) -> ViewAction | None:
     return None
 
 
-def key_text(key: int, modifiers: _Mod, text: str = "") -> str:
+def key_text(key: int, modifiers: _Mod, text: str = "", app_cursor: bool = False) -> str:
     """What an xterm sends for ``key`` with ``modifiers`` (``text``: what the
-    layout typed); "" for a key that sends nothing (a lone Shift, Ctrl+Shift+X).
+    layout typed; ``app_cursor``: in application cursor keys mode); "" for a
+    key that sends nothing (a lone Shift, Ctrl+Shift+X).
 
     >>> key_text(Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     '\\x03'
@@ -141,6 +146,8 @@ def key_text(key: int, modifiers: _Mod, text: str = "") -> str:
     ('\\x1b[A', '\\x1b[15~')
     >>> key_text(Qt.Key.Key_Right, Qt.KeyboardModifier.ControlModifier)
     '\\x1b[1;5C'
+    >>> key_text(Qt.Key.Key_Up, Qt.KeyboardModifier.NoModifier, app_cursor=True)
+    '\\x1bOA'
     >>> (
     ...     key_text(Qt.Key.Key_A, Qt.KeyboardModifier.ShiftModifier, "A"),
     ...     key_text(Qt.Key.Key_X, Qt.KeyboardModifier.AltModifier, "x"),
@@ -156,7 +163,9 @@ def key_text(key: int, modifiers: _Mod, text: str = "") -> str:
     code = _modifier_code(modifiers)
     if key in _LETTER_KEYS:
         intro, final = _LETTER_KEYS[_Key(key)]
-        return f"{ESC}{intro}{final}" if code == 1 else f"{ESC}[1;{code}{final}"
+        if code != 1:
+            return f"{ESC}[1;{code}{final}"
+        return f"{ESC}O{final}" if app_cursor else f"{ESC}{intro}{final}"
     if key in _TILDE_KEYS:
         number = _TILDE_KEYS[_Key(key)]
         return f"{ESC}[{number}~" if code == 1 else f"{ESC}[{number};{code}~"

@@ -147,6 +147,17 @@ class TerminalModel(QObject):  # type: ignore[operator]  # PySide's stub: not ca
         """The screen as last fetched (with its runs), or None before the first."""
         return self._screen
 
+    def app_cursor(self) -> bool:
+        """Whether the program reads the cursor keys in application mode (DECCKM).
+
+        The screen says so where it knows (an ``app_cursor`` of ScreenText);
+        until then a full-screen program is taken to (curses in keypad mode
+        switches it on with the alternate screen), one on the main screen not
+        (a shell's or a REPL's line editor).
+        """
+        screen = self._screen
+        return screen is not None and bool(getattr(screen, "app_cursor", screen.alternate))
+
     @property
     def feed(self) -> ScreenFeed:
         """What fetches the screen (for tests and benchmarks)."""

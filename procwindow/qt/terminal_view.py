@@ -162,7 +162,10 @@ class TerminalView(QQuickPaintedItem):
     def _typed(self, event: QKeyEvent) -> tuple[ViewAction | None, str]:
         key, mods = event.key(), event.modifiers()
         action = view_action(key, mods)
-        return action, "" if action is not None else key_text(key, mods, event.text())
+        if action is not None:
+            return action, ""
+        app_cursor = self._terminal is not None and self._terminal.app_cursor()
+        return None, key_text(key, mods, event.text(), app_cursor)
 
     def event(self, event: QEvent) -> bool:
         # Before a window shortcut takes a key, its focus item is asked: the keys a

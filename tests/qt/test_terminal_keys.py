@@ -77,6 +77,16 @@ def test_keys_send_what_an_xterm_sends(
     assert key_text(key, mods, text) == sent
 
 
+def test_application_cursor_keys_send_ss3_unless_modified() -> None:
+    assert key_text(K.Key_Up, NONE, "", app_cursor=True) == "\x1bOA"
+    assert key_text(K.Key_Left, NONE, "", app_cursor=True) == "\x1bOD"
+    assert key_text(K.Key_Home, NONE, "", app_cursor=True) == "\x1bOH"
+    assert key_text(K.Key_End, NONE, "", app_cursor=True) == "\x1bOF"
+    assert key_text(K.Key_Up, CTRL, "", app_cursor=True) == "\x1b[1;5A"
+    assert key_text(K.Key_PageUp, NONE, "", app_cursor=True) == "\x1b[5~"
+    assert key_text(K.Key_F1, NONE, "", app_cursor=True) == "\x1bOP"
+
+
 def test_the_view_keeps_copy_and_paste_and_lets_ctrl_c_through() -> None:
     assert view_action(K.Key_C, CTRL | SHIFT) is ViewAction.COPY
     assert view_action(K.Key_V, CTRL | SHIFT) is ViewAction.PASTE
