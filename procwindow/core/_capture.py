@@ -19,7 +19,9 @@ log = logging.getLogger("procwindow")
 
 #: A pipe that fills is enlarged to this size (F_SETPIPE_SZ): fewer, bigger reads.
 BIG_PIPE = 1024 * 1024
-#: Output events are coalesced per proc and stream over this many seconds.
+#: Output events of a proc's stream come at most about this often (seconds): lines
+#: after a quiet spell are announced at once, those that follow within the
+#: interval together at its end.
 OUTPUT_EVENT_INTERVAL = 0.05
 #: An unterminated line is shown (as a partial line) this many seconds after it
 #: appears, and then at most this often while it changes (a progress bar).
@@ -40,8 +42,9 @@ class Capture:
 
     Both pipes are always drained, whether anyone listens or not, so a child
     never blocks on a full pipe. New lines are announced through ``announce``,
-    coalesced per proc and stream over OUTPUT_EVENT_INTERVAL, and only while
-    ``listening()`` says someone wants them.
+    only while ``listening()`` says someone wants them: at once if their stream
+    was quiet lately, else at the end of the current OUTPUT_EVENT_INTERVAL
+    window, together with what else came meanwhile (see ``_note``).
 
     An unterminated line (a prompt, a ``\r`` progress bar) that has been there
     for PARTIAL_DELAY is shown as a partial line (``child.partials``), and
@@ -76,7 +79,11 @@ class Capture:
         self._buffers = buffers
         self._buf = buffers.take()
         self._view = memoryview(self._buf)
+        # Children with spans waiting for the end of the window (their out_pending).
         self._dirty: set[Child] = set()
+        # The streams announced in the current window: their next lines wait for its end.
+        self._announced: set[tuple[Child, Stream]] = set()
+        # The end of the current window; None while no window is open.
         self._flush_handle: asyncio.TimerHandle | None = None
 
     def watch(self, child: Child) -> None:
@@ -214,12 +221,37 @@ class Capture:
     def forget(self, child: Child) -> None:
         """Announce nothing more of a child (dismissed)."""
         self._dirty.discard(child)
+        child.out_pending.clear()
+        for stream in _STREAMS:
+            self._announced.discard((child, stream))
         child.cancel_timers()
 
     # -- announcing ------------------------------------------------------------------
 
     def _note(self, child: Child, stream: Stream, seqs: tuple[int, int]) -> None:
+        """New lines ``seqs`` of a stream: announce them at once, or at the window's end.
+
+        A window is OUTPUT_EVENT_INTERVAL long; it opens with an announcement made
+        at once, and the next one opens at its end if that end announced anything.
+        A stream not announced in the current window is announced at once (a
+        line printed by an idle child is heard within the read that took it);
+        its later lines wait for the end of the window, so a flood costs one
+        event per stream and window, as before. A stream announced at a window's
+        end counts as announced in the next window. The streams of one child
+        share their seqs: a span goes at once only if no earlier span of that
+        child waits, so a child's spans are announced in seq order.
+
+        Per stream, not globally: a child that floods does not delay the lines of
+        an idle one. Per stream, not per proc: a line on stderr just after one on
+        stdout (``echo a; echo b >&2``) is not held back a whole window.
+        """
         if not self._listening():
+            return
+        if child not in self._dirty and (child, stream) not in self._announced:
+            self._announced.add((child, stream))
+            if self._flush_handle is None:
+                self._flush_handle = self._loop.call_later(OUTPUT_EVENT_INTERVAL, self._window_end)
+            self._announce(child, stream, seqs[0], seqs[1])
             return
         span = child.out_pending.get(stream)
         if span is None:
@@ -227,25 +259,34 @@ class Capture:
         else:
             span[1] = seqs[1]
         self._dirty.add(child)
-        if self._flush_handle is None:
-            self._flush_handle = self._loop.call_later(OUTPUT_EVENT_INTERVAL, self.flush)
+
+    def _window_end(self) -> None:
+        """Announce what waited in the window; a new one opens if anything did."""
+        self._flush_handle = None
+        dirty, self._dirty = self._dirty, set()
+        self._announced = {(child, stream) for child in dirty for stream in child.out_pending}
+        for child in sorted(dirty, key=lambda c: c.id):
+            self._announce_pending(child)
+        if self._announced:
+            self._flush_handle = self._loop.call_later(OUTPUT_EVENT_INTERVAL, self._window_end)
 
     def flush_child(self, child: Child) -> None:
         """Announce a child's pending spans now (before its exit or a partial line)."""
-        if child not in self._dirty:
-            return
-        self._dirty.discard(child)
-        pending, child.out_pending = child.out_pending, {}
-        for stream, (first, last) in sorted(pending.items(), key=lambda kv: kv[1][0]):
-            self._announce(child, stream, first, last)
+        if child in self._dirty:
+            self._dirty.discard(child)
+            self._announce_pending(child)
 
     def flush(self) -> None:
-        """Announce every pending span now."""
+        """Announce every pending span now (and close the window)."""
         if self._flush_handle is not None:
             self._flush_handle.cancel()
             self._flush_handle = None
         dirty, self._dirty = self._dirty, set()
+        self._announced.clear()
         for child in sorted(dirty, key=lambda c: c.id):
-            pending, child.out_pending = child.out_pending, {}
-            for stream, (first, last) in pending.items():
-                self._announce(child, stream, first, last)
+            self._announce_pending(child)
+
+    def _announce_pending(self, child: Child) -> None:
+        pending, child.out_pending = child.out_pending, {}
+        for stream, (first, last) in sorted(pending.items(), key=lambda kv: kv[1][0]):
+            self._announce(child, stream, first, last)

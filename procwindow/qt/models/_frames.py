@@ -1,14 +1,15 @@
 """The frame clock of an output pane: when to read the supervisor, how much, when to show.
 
 :class:`FrameLoop` paces :class:`~procwindow.qt.models.OutputModel`. Output
-events (coalesced by the supervisor every 50 ms) only ask for a frame
-(:meth:`FrameLoop.schedule`); a frame reads ``FRAME_READ_MIN`` to
-``FRAME_READ_LIMIT`` lines (as many as fit ``FRAME_READ_BUDGET``, by what a
-line cost lately), up to ``FRAME_READS`` such reads, each in its own turn of
-the event loop, while it catches up, and then, in the next turn (so that what
-waits runs between them), has the model change its rows: at most once per
-frame (``FRAME_MS``; ``FLOOD_FRAME_MS`` while lines come much faster than the
-pane shows them), going on frame after frame while lines keep coming.
+events (at once after a quiet spell, else one per stream every 50 ms) only ask
+for a frame (:meth:`FrameLoop.schedule`, ``FRAME_MS`` later); a frame reads
+``FRAME_READ_MIN`` to ``FRAME_READ_LIMIT`` lines (as many as fit
+``FRAME_READ_BUDGET``, by what a line cost lately), up to ``FRAME_READS`` such
+reads, each in its own turn of the event loop, while it catches up, and then, in
+the next turn (so that what waits runs between them), has the model change its
+rows: at most once per frame (``FRAME_MS``; ``FLOOD_FRAME_MS`` while lines come
+much faster than the pane shows them), going on frame after frame while lines
+keep coming.
 
 The loop decides when; the model does the work, through the three steps it
 hands the loop: ``begin`` (a frame starts), ``read(limit)`` (take up to

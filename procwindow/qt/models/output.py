@@ -93,8 +93,8 @@ class OutputModel(QAbstractListModel):
 
     Set ``procId`` (-1: none) to show a proc: its lines still in the supervisor's
     ring are loaded at once (the newest ``maxLines``), and new lines follow.
-    Output events (coalesced by the supervisor every 50 ms) only ask for a
-    frame; a frame reads ``Supervisor.read_runs(procId, since=cursor)`` a
+    Output events (at once after a quiet spell, else one per stream every 50 ms)
+    only ask for a frame; a frame reads ``Supervisor.read_runs(procId, since=cursor)`` a
     bounded number of lines at a time and then changes the rows, at most once
     per frame, going on frame after frame while lines keep coming (see
     ``_frames`` for the pacing).
