@@ -91,6 +91,8 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._terminal = TerminalModel(controller.supervisor, output_model, self)
         self._terminal.message.connect(self.message)
         self._terminal.stateChanged.connect(self.selectionChanged)  # what copy copies
+        self._terminal_on = self._terminal.active
+        self._terminal.stateChanged.connect(self._terminal_toggled)
         self._selection = LineSelection()
         self._tail = FollowState()
         self._texts = PaneTexts()
@@ -137,6 +139,15 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """Stop the updates under way (the window is going away)."""
         self._stick_later.stop()
         self._terminal.close()
+
+    def _terminal_toggled(self) -> None:
+        """The terminal view went: the lines view, which made no rows under it,
+        opens at their tail."""
+        was, self._terminal_on = self._terminal_on, self._terminal.active
+        if was and not self._terminal_on:
+            self.linesReplaced.emit()
+            self.following = True
+            self._stick_later.start()  # once the view has its rows again
 
     def _hold(self) -> None:
         self._output.held = not self._tail.following

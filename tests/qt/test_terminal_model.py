@@ -117,9 +117,15 @@ def test_pipes_have_no_terminal_and_the_lines_are_a_choice_kept_per_proc(
     assert terminal.available and terminal.active
     qrun(until(lambda: terminal.screen() is not None, what="a screen"))
     assert terminal.feed.fetches > fetches
+    pane.model.following = False
+    ends: list[bool] = []
+    pane.model.positionAtEnd.connect(lambda: ends.append(True))
     terminal.shown = False  # the person chose its lines
     assert terminal.available and not terminal.active
     assert pane.model.copyTip == "Copy all lines"
+    # The lines view made no rows under the terminal's: it opens at their tail.
+    assert pane.model.following
+    qrun(until(lambda: ends == [True], what="the view sent to the end"))
     pane.model.stream(piped.id)
     pane.model.stream(tty.id)
     assert not terminal.shown  # still its lines

@@ -309,15 +309,6 @@ FocusScope {
                 // Under the terminal view it makes no rows (a full-screen program's
                 // redraws are many lines); back on the lines, it opens at their tail.
                 model: pane.terminalShown ? null : pane.outputModel
-                property bool covered: false
-                onModelChanged: {
-                    if (model === null)
-                        covered = true
-                    else if (covered) {
-                        covered = false
-                        Qt.callLater(pane.jumpToLive)
-                    }
-                }
                 focus: true
                 activeFocusOnTab: true
                 clip: true
