@@ -168,16 +168,18 @@ class ProcController(QObject):
         agent: str,
         cwd: str | None = None,
         stdin: bool = False,
+        pty: bool = False,
     ) -> int:
         """Start ``argv`` as ``run`` does and return the new proc's id
-        (``stdin``: with a pipe to its stdin, for ``write``).
+        (``stdin``: with a pipe to its stdin, for ``write``; ``pty``: on a
+        terminal, which ``write`` types into).
 
         For a caller that shows a failure itself (the Run dialog, beside the
         field at fault): the supervisor's error is raised, not reported through
         ``actionFailed``. ``started(procId)`` fires as for ``run``.
         """
         proc = await self._sup.spawn(
-            argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd, stdin=stdin
+            argv, session=session, agent=agent, tool=RUN_TOOL, cwd=cwd, stdin=stdin, pty=pty
         )
         self._started(proc.id)
         return proc.id

@@ -197,6 +197,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     errorsChanged = Signal()
     busyChanged = Signal()
     stdinChanged = Signal()
+    ptyChanged = Signal()
     openRequested = Signal()
     """The dialog should open, on ``session``/``agent``."""
     succeeded = Signal(int, arguments=["procId"])
@@ -212,6 +213,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self._errors: dict[Field, str] = {}
         self._busy = False
         self._stdin = False
+        self._pty = False
         self._task: asyncio.Task[None] | None = None
 
     session = stored_property(str, "_session", scopeChanged, writable=False)
@@ -232,6 +234,10 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
     """True while a spawn is in flight (OK is disabled)."""
     stdin = stored_property(bool, "_stdin", stdinChanged)
     """Start the command with its stdin open (the output pane's stdin line writes to it)."""
+    pty = stored_property(bool, "_pty", ptyChanged)
+    """Start the command on a terminal (the output pane shows its screen; keys
+    typed there go to it), at the supervisor's default size until the pane's
+    terminal view gives it the pane's."""
 
     def _error(self, field: Field) -> str:
         return self._errors.get(field, "")
@@ -319,7 +325,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
             return
         set_stored(self, "_busy", True, RunForm.busyChanged)
         self._task = current_loop().create_task(
-            self._spawn(request, self._stdin), name=f"procwindow run {request.argv[0]}"
+            self._spawn(request, self._stdin, self._pty), name=f"procwindow run {request.argv[0]}"
         )
 
     async def wait_idle(self) -> None:
@@ -327,7 +333,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         if self._task is not None:
             await asyncio.wait({self._task})
 
-    async def _spawn(self, request: RunRequest, stdin: bool) -> None:
+    async def _spawn(self, request: RunRequest, stdin: bool, pty: bool) -> None:
         errors: dict[Field, str] = {}
         proc_id = -1
         try:
@@ -337,6 +343,7 @@ class RunForm(QObject):  # type: ignore[operator]  # PySide's stub: not callable
                 agent=request.agent,
                 cwd=request.cwd,
                 stdin=stdin,
+                pty=pty,
             )
         except ProcwindowError as exc:
             field, message = failure_field(exc)

@@ -160,6 +160,17 @@ def test_a_command_starts_and_the_form_says_so(
     assert [line.text for line in sup.read(proc_id).lines] == ["hi", str(tmp_path)]
 
 
+def test_a_command_on_a_terminal(sup: Supervisor, qrun: QRun, form: RunForm) -> None:
+    seen = Seen(form, controller_of(form))
+    form.pty = True
+    form.submit("web", "api", "sh -c 'test -t 0 && test -t 1 && echo tty'", "")
+    qrun(form.wait_idle())
+    [proc_id] = seen.succeeded
+    assert sup.get(proc_id).options.pty == (24, 80)
+    qrun(sup.wait(proc_id))
+    assert [line.text for line in sup.read(proc_id).lines] == ["tty"]
+
+
 @pytest.mark.parametrize(
     ("line", "cwd", "field", "error"),
     [

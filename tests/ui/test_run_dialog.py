@@ -18,7 +18,7 @@ from PySide6.QtQuick import QQuickItem, QQuickWindow
 
 from procwindow.core import Supervisor
 from procwindow.qt import ProcController
-from procwindow.qt.window import proc_windows, window_model
+from procwindow.qt.window import open_proc_window, proc_windows, window_model
 
 from .conftest import MakeWorkspace, Run
 from .helpers import click, find_item, item, key, save_screenshot, settle, type_text, until
@@ -288,6 +288,32 @@ def test_ctrl_n_in_a_proc_window_runs_in_its_scope(
         await key(session_window, Qt.Key.Key_Escape)
         await until(lambda: not dialog_open(session_window), what="Esc closed the dialog")
         assert len(proc_windows()) == 2
+
+    run(scenario())
+
+
+def test_run_on_a_terminal_opens_on_its_screen(sup: Supervisor, run: Run) -> None:
+    async def scenario() -> None:
+        await sup.spawn(["sleep", "30"], session="tty", agent="a")
+        window = open_proc_window(sup, "tty", "a")
+        await open_on(window)
+        await type_text(window, "sh -c 'test -t 0 && echo on-a-terminal; sleep 30'")
+        stdin_box = await item(window, "runStdinBox")
+        await click(window, await item(window, "runPtyBox"))
+        assert window_model(window).runForm.pty
+        assert not stdin_box.isEnabled()  # a terminal takes its input
+        await click(window, await item(window, "runOkButton"))
+        await until(lambda: not dialog_open(window), what="the dialog closed")
+        new = max(sup.procs("tty", "a"), key=lambda p: p.id)
+        assert new.options.pty is not None
+        # It streams, on its screen.
+        await item(window, "terminalView")
+        terminal = window_model(window).pane.terminal
+        await until(lambda: "on-a-terminal" in sup.read(new.id).text, what="its output")
+        await until(
+            lambda: terminal.screen() is not None and "on-a-terminal" in terminal.screen().text,
+            what="its screen",
+        )
 
     run(scenario())
 

@@ -165,8 +165,21 @@ Dialog {
         CheckBox {
             objectName: "runStdinBox"
             text: qsTr("Keep its stdin open (type its input under its output)")
+            // On a terminal, what is typed in its screen is its input.
+            enabled: !dialog.form.pty
             checked: dialog.form.stdin
             onToggled: dialog.form.stdin = checked
+            focusPolicy: Qt.TabFocus
+            leftPadding: 0
+            font.pixelSize: Theme.smallFontSize + 1
+            palette.windowText: Theme.textDim
+        }
+        Item { implicitWidth: 1 }
+        CheckBox {
+            objectName: "runPtyBox"
+            text: qsTr("Run on a terminal (its screen shows, keys typed there go to it)")
+            checked: dialog.form.pty
+            onToggled: dialog.form.pty = checked
             focusPolicy: Qt.TabFocus
             leftPadding: 0
             font.pixelSize: Theme.smallFontSize + 1
