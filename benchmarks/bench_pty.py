@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from benchmarks.bench_core import _line_file  # noqa: E402
-from procwindow import Supervisor  # noqa: E402
+from benchmarks.bench_core import _line_file
+from procwindow import Supervisor
 
 
 async def _procwindow(path: Path, log_dir: str, pty: bool) -> tuple[float, int]:
@@ -82,8 +82,8 @@ def main() -> None:
     print(
         f"median of {args.pairs}: pipes {args.mb / med(pipes):.1f} MB/s, pty"
         f" {args.mb / med(ptys):.1f} MB/s, bare pty read loop {args.mb / med(bare):.1f} MB/s;"
-        f" pty takes {med(p / q for p, q in zip(ptys, pipes)):.1f}x the time of pipes and"
-        f" {med(p / b for p, b in zip(ptys, bare)):.2f}x that of the bare loop"
+        f" pty takes {med(p / q for p, q in zip(ptys, pipes, strict=False)):.1f}x the time of pipes and"
+        f" {med(p / b for p, b in zip(ptys, bare, strict=False)):.2f}x that of the bare loop"
     )
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from ._archive import reclaim_rings
 from ._capture import Capture
+from ._cgroup import Cgroups
 from ._launch import Launcher
 from ._output import OutputStore
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
@@ -82,7 +83,10 @@ class Running:
         self._prune_timer: asyncio.TimerHandle | None = None
         self.devnull = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         try:
-            self.signals = TreeSignals(sup._token, self._sweep_soon)
+            self.cgroups = Cgroups.make(sup._token)
+            if self.cgroups is not None and sup._watchdog is not None:
+                sup._watchdog.cgroups = self.cgroups.base
+            self.signals = TreeSignals(sup._token, self._sweep_soon, self.cgroups)
         except BaseException:
             os.close(self.devnull)
             raise
@@ -106,7 +110,12 @@ class Running:
             lambda: sup._archive.seen(sup._clock.time()),
         )
         self.starter = Starter(
-            loop, sup._archive, sup._token, self.devnull, lambda: sup._closing or sup._closed
+            loop,
+            sup._archive,
+            sup._token,
+            self.devnull,
+            lambda: sup._closing or sup._closed,
+            self.cgroups,
         )
         self.stopping = Stopping(
             loop,
@@ -152,9 +161,12 @@ class Running:
         )
 
     def _output_closed(self, child: Child) -> None:
-        """Both pipes of a child closed: its output is complete on disk."""
+        """Both pipes of a child closed: its output is complete on disk (and
+        its cgroup goes if nothing of its tree is left in it)."""
         self._sup._archive.output(child)
         self._prune()
+        if self.cgroups is not None:
+            self.cgroups.tidy(child.id)
 
     def _prune(self) -> None:
         """Keep history within ``history_bytes`` and ``history_age``: the output
@@ -207,6 +219,8 @@ class Running:
         self.capture.flush()
         self.signals.close()
         self.starter.close()
+        if self.cgroups is not None:  # what is left in them is killed, and they go
+            self.cgroups.close()
         os.close(self.devnull)
         for child in children:
             # A child that survived SIGKILL (uninterruptible sleep): stop

@@ -7,12 +7,16 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from . import _linux
 from ._child import Child, StopCause
 from ._tree import FRESH_TTL, SNAPSHOT_TTL, Scanner, Snapshot
 from ._types import ExitInfo
+
+if TYPE_CHECKING:
+    from ._cgroup import Cgroups
 
 __all__ = ["TreeSignals", "tree_in"]
 
@@ -22,20 +26,25 @@ TREE_POLL = 0.02
 KILL_WAIT = 2.0
 
 
-def tree_in(snap: Snapshot, child: Child) -> dict[int, int]:
+def tree_in(snap: Snapshot, child: Child, held: Iterable[int] = ()) -> dict[int, int]:
     """The live members of ``child``'s tree in ``snap``, leader excluded: {pid: start}.
 
     Its descendants by parentage while the leader is unreaped, plus every
     process carrying its marker (found even after a ``setsid`` and the
-    leader's exit).
+    leader's exit), plus ``held``: the processes its cgroup holds (those
+    escape nothing, not even a scrubbed environment).
     """
     pids = set(snap.marked.get(child.id, ()))
+    pids.update(held)
     if child.unreaped:
         pids.update(snap.descendants(child.os_pid))
     pids.discard(child.os_pid)
     out: dict[int, int] = {}
     for pid in pids:
         info = snap.info.get(pid)
+        if info is None and pid in held:  # forked since the look at /proc
+            with contextlib.suppress(OSError):
+                info = _linux.stat_fields(pid)
         if info is not None and info.state not in ("Z", "X"):
             out[pid] = info.start
     return out
@@ -51,14 +60,24 @@ class TreeSignals:
     calls :meth:`retry`.
     """
 
-    def __init__(self, token: str, on_retry: Callable[[], None]) -> None:
+    def __init__(
+        self, token: str, on_retry: Callable[[], None], cgroups: Cgroups | None = None
+    ) -> None:
         self._scanner = Scanner(token)
         self._on_retry = on_retry
         self._retry: set[Child] = set()
+        #: A cgroup per proc, where they can be made (see ``_cgroup``).
+        self.cgroups = cgroups
 
     def close(self) -> None:
         self._scanner.close()
         self._retry.clear()
+
+    def _held(self, child: Child) -> list[int]:
+        """The processes of the child's cgroup, if it has one."""
+        if self.cgroups is None:
+            return []
+        return self.cgroups.members(child.id) or []
 
     def snap(self, max_age: float = SNAPSHOT_TTL) -> Snapshot | None:
         return self._scanner.snap(max_age)
@@ -67,7 +86,7 @@ class TreeSignals:
         """Live members of the tree, leader excluded: {pid: start time}; None
         when /proc cannot be read (out of fds), which is not "nothing left"."""
         snap = self._scanner.snap(max_age)
-        return None if snap is None else tree_in(snap, child)
+        return None if snap is None else tree_in(snap, child, self._held(child))
 
     # -- sending ------------------------------------------------------------------
 
@@ -95,14 +114,18 @@ class TreeSignals:
     def signal_tree(self, child: Child, sig: int, max_age: float = SNAPSHOT_TTL) -> None:
         """``sig`` to the group and to every descendant, wherever it went."""
         pgid = child.proc.pgid
+        if sig == signal.SIGKILL and self.cgroups is not None:
+            self.cgroups.kill(child.id)  # all of its cgroup at once: no fork escapes
         group_sent = self.signal_group(child, sig)
         snap = self._scanner.snap(max_age)
         if snap is None:
             if sig == signal.SIGKILL:
                 self.retry_later(child)
             return
-        tree = tree_in(snap, child)
-        if not group_sent and any(snap.info[pid].pgrp == pgid for pid in tree):
+        tree = tree_in(snap, child, self._held(child))
+        if not group_sent and any(
+            (info := snap.info.get(pid)) is not None and info.pgrp == pgid for pid in tree
+        ):
             # The leader is gone but its group is not: a group id stays taken
             # while any member lives, so it still names ours. One killpg also
             # catches a member forking right now, which a pid-by-pid chase of
@@ -136,7 +159,11 @@ class TreeSignals:
         self._on_retry()
 
     def forget(self, child: Child) -> None:
+        """A dismissed child: nothing more to retry; its cgroup, if it has one,
+        is killed and removed."""
         self._retry.discard(child)
+        if self.cgroups is not None:
+            self.cgroups.discard(child.id)
 
     @property
     def retry_pending(self) -> bool:

@@ -18,6 +18,7 @@ from ._reaper import SPAWNING, own_child, own_child_pending
 
 if TYPE_CHECKING:
     from ._archive import Archive
+    from ._cgroup import Cgroups
     from ._disklog import DiskLog
 
 __all__ = ["IDLE_LINGER", "Spawned", "Starter"]
@@ -63,8 +64,10 @@ class Starter:
         token: str,
         devnull: int,
         closing: Callable[[], bool],
+        cgroups: Cgroups | None = None,
     ) -> None:
         self._loop = loop
+        self._cgroups = cgroups
         self._archive = archive
         self._token = token
         self._devnull = devnull
@@ -187,6 +190,9 @@ class Starter:
                 except BaseException:
                     disk.close()
                     raise
+                if self._cgroups is not None:
+                    # At once: it has only just exec'd (a program forks later than that).
+                    self._cgroups.add(proc_id, started.popen.pid)
                 own_child_pending(started.popen.pid)
         finally:
             SPAWNING.release()

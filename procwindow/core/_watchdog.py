@@ -43,7 +43,8 @@ __all__ = ["WATCHDOG_SOURCE", "Watchdog"]
 log = logging.getLogger("procwindow")
 
 # Runs with `python -I -S`: no site, no imports beyond the stdlib.
-# argv: token, host pid, host start time (clock ticks after boot).
+# argv: token, host pid, host start time (clock ticks after boot), and the
+# directory of the procs' cgroups ("" if they have none: see _cgroup).
 # Lines it reads:  "+ <pid> <start>"  "- <pid>"  "RESET" ... "END"  "BYE"  "DUMP <path>"
 # It reads in batches: after each read it sleeps BATCH seconds, so a burst of
 # starts and reaps wakes it once per batch, not twice per child (the write
@@ -57,6 +58,7 @@ signal.signal(signal.SIGHUP, signal.SIG_IGN)
 token = sys.argv[1].encode()
 host = int(sys.argv[2])
 host_start = sys.argv[3].encode()
+cgroups = sys.argv[4] if len(sys.argv) > 4 else ""
 needle = b"PROCWINDOW_PROC=" + token + b":"
 listed = {}
 staging = None  # a RESET in progress: the new set, committed by END
@@ -168,6 +170,12 @@ if host_dead:
             break
         feed(data)
 # The supervisor is gone without a goodbye: stop everything it started.
+if cgroups:  # every process of every proc's cgroup at once, whatever it did
+    try:
+        with open(os.path.join(cgroups, "cgroup.kill"), "w") as f:
+            f.write("1")
+    except OSError:
+        pass
 targets = dict(listed)
 targets.update(staging or {})
 for pid, start in targets.items():
@@ -194,6 +202,20 @@ for _ in range(3):  # a few passes catch processes forked while we kill
         except OSError:
             pass
     time.sleep(0.05)
+for _ in range(40):  # the cgroups go once what they held is gone
+    try:
+        for name in os.listdir(cgroups) if cgroups else ():
+            path = os.path.join(cgroups, name)
+            if os.path.isdir(path):
+                try:
+                    os.rmdir(path)
+                except OSError:
+                    pass
+        if cgroups:
+            os.rmdir(cgroups)
+        break
+    except OSError:
+        time.sleep(0.05)
 """
 
 #: Longest line the host sends for one child ("+ <pid> <start>\n", generously).
@@ -223,6 +245,8 @@ class Watchdog(Guard):
             raise ValueError(f"max_backlog must be at least {_LINE_MAX} bytes")
         super().__init__()
         self._token = token
+        #: The directory of the procs' cgroups, once the supervisor has one.
+        self.cgroups = ""
         self._max_backlog = max_backlog
         self._popen: subprocess.Popen[bytes] | None = None
         self._pending = bytearray()
@@ -412,6 +436,7 @@ class Watchdog(Guard):
                     self._token,
                     str(me),
                     str(fields[3]),
+                    self.cgroups,
                 ],
                 stdin=read_end,
                 stdout=subprocess.DEVNULL,

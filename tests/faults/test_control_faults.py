@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 
 from procwindow import Supervisor
 from procwindow.control import ControlServer, SocketDirError, default_socket_path, socket_dir
-from procwindow.control._protocol import MAX_DEPTH, ProtocolError, decode_request
+from procwindow.control._protocol import MAX_DEPTH, PROTOCOL_VERSION, ProtocolError, decode_request
 from procwindow.control.server import REQUEST_TIMEOUT, SEND_TIMEOUT
 
 from ..control.conftest import (
@@ -235,7 +235,9 @@ def test_stuck_out_clients_during_a_flood_keep_the_server_small_and_live(server)
             # Each stuck client was cut off mid-reply rather than buffered for.
             for sock in stuck:
                 data = read_to_end(sock, timeout=SEND_TIMEOUT + 10)
-                assert data.startswith(b'{"v":5,"id":null,"ok":true,"result":{"lines":[')
+                assert data.startswith(
+                    b'{"v":%d,"id":null,"ok":true,"result":{"lines":[' % PROTOCOL_VERSION
+                )
                 assert not data.endswith(b"}}\n")
         finally:
             for sock in stuck:
@@ -392,7 +394,9 @@ def test_a_client_that_stops_reading_is_cut_off_and_others_are_served(run, tmp_p
                     await asyncio.sleep(0.05)
                 assert slowest < LATENCY_BOUND
                 cut = await closed_by_server(once, timeout=10)
-                assert cut.startswith(b'{"v":5,"id":null,"ok":true,"result":{"lines":[')
+                assert cut.startswith(
+                    b'{"v":%d,"id":null,"ok":true,"result":{"lines":[' % PROTOCOL_VERSION
+                )
                 assert not cut.endswith(b"\n")
                 await closed_by_server(follow, timeout=10)
                 assert (await good.request({"op": "kill", "proc": flood.id}))["ok"] is True

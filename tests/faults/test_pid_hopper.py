@@ -1,0 +1,210 @@
+"""A pid hopper outside the group: a descendant that leaves its session, drops
+its descriptors and its environment (the marker with them), and forks and
+exits over and over, so that no pid of it lives long. Where a cgroup can be
+made, its proc's cgroup holds it whatever it does, and term, kill and the
+supervisor's close leave none of it running.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+import uuid
+
+import pytest
+
+from procwindow import Supervisor
+from procwindow.core._cgroup import Cgroups
+
+#: The leader: a child that leaves everything behind and becomes the hopper.
+LEADER = textwrap.dedent(
+    """
+    import os, sys, time
+    hopper = os.fork()
+    if hopper:
+        print("started", hopper, flush=True)  # the hopper's group: all of its pids
+        time.sleep(600)
+        sys.exit(0)
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.execve(sys.executable, [sys.executable, "-c", sys.argv[1], sys.argv[2]], {})
+    """
+)
+#: The hopper: fork, let the parent go, again; a pid lives about a millisecond,
+#: too short for any look at /proc to find it. It counts its hops in a file (its
+#: heartbeat) and ends when a stop file appears (so that a test that fails
+#: leaves nothing running).
+HOPPER = textwrap.dedent(
+    """
+    import os, sys, time
+    beat, stop = sys.argv[1], sys.argv[1] + ".stop"
+    n = 0
+    while not os.path.exists(stop):
+        try:
+            if os.fork():
+                os._exit(0)
+        except OSError:
+            pass
+        n += 1
+        if n % 20 == 0:
+            with open(beat, "a") as f:
+                f.write(".")
+        time.sleep(0.001)
+    """
+)
+
+
+def _beats(beat: str) -> int:
+    try:
+        return os.path.getsize(beat)
+    except FileNotFoundError:
+        return 0
+
+
+async def _alive(beat: str, within: float = 0.3) -> bool:
+    """Whether the hopper still hops: its heartbeat grows within ``within`` s."""
+    before = _beats(beat)
+    await asyncio.sleep(within)
+    return _beats(beat) > before
+
+
+def _cgroups_here() -> bool:
+    probe = Cgroups.make(f"probe-{uuid.uuid4().hex[:8]}")
+    if probe is None:
+        return False
+    probe.close()
+    return True
+
+
+needs_cgroups = pytest.mark.skipif(
+    not _cgroups_here(), reason="no cgroup v2 here that this user may write"
+)
+
+
+def _stop_hopper(beat: str, group: int | None) -> None:
+    """Whatever happened, stop the hopper: its stop file, and SIGKILL to its
+    group (which one signal reaches whole, forks under way included)."""
+    with open(beat + ".stop", "w"):
+        pass
+    if group is not None:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+    time.sleep(0.05)
+
+
+async def _start_hopper(sup: Supervisor, beat: str, groups: list[int]) -> int:
+    p = await sup.spawn([sys.executable, "-c", LEADER, HOPPER, beat], session="s", agent="hop")
+    started = await sup.wait_for(p.id, "started", timeout=10)
+    groups.append(int(started.text.split()[1]))
+    deadline = time.monotonic() + 10
+    while _beats(beat) < 10:  # hundreds of pids later
+        assert time.monotonic() < deadline, "the hopper never ran"
+        await asyncio.sleep(0.01)
+    assert await _alive(beat)
+    return p.id
+
+
+@needs_cgroups
+@pytest.mark.promise("Guarantees and limits: Where a cgroup can be made, nothing escapes")
+@pytest.mark.parametrize("how", ["kill", "term", "close"])
+def test_a_pid_hopper_outside_the_group_is_stopped(how: str, tmp_path) -> None:
+    beat = str(tmp_path / "beat")
+    groups: list[int] = []
+
+    async def main() -> None:
+        async with Supervisor(history=False, graceful_timeout=0.5) as sup:
+            proc_id = await _start_hopper(sup, beat, groups)
+            if how == "kill":
+                await sup.kill(proc_id)
+            elif how == "term":
+                await sup.term(proc_id)
+            if how != "close":
+                assert not await _alive(beat)
+        assert not await _alive(beat)
+
+    try:
+        asyncio.run(main())
+    finally:
+        _stop_hopper(beat, groups[0] if groups else None)
+
+
+@needs_cgroups
+def test_cgroups_are_removed_when_their_procs_are_done(tmp_path) -> None:
+    async def main() -> list[str]:
+        async with Supervisor(history=False) as sup:
+            run = sup._bind_loop()
+            assert run.cgroups is not None
+            base = run.cgroups.base
+            p = await sup.spawn(["true"], session="s", agent="a")
+            await sup.wait(p.id)
+            deadline = time.monotonic() + 10
+            while str(p.id) in os.listdir(base):  # its output ended: its cgroup went
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.01)
+            q = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            assert str(q.id) in os.listdir(base)
+        return os.listdir(os.path.dirname(base)) if os.path.exists(base) else []
+
+    leftovers = asyncio.run(main())
+    assert not [name for name in leftovers if name.startswith("procwindow-")]
+
+
+HOST = textwrap.dedent(
+    """
+    import asyncio, sys
+    from procwindow import Supervisor
+
+    async def main():
+        sup = Supervisor(history=False)
+        await sup.__aenter__()
+        p = await sup.spawn([sys.executable, "-c"] + sys.argv[1:], session="s", agent="hop")
+        started = await sup.wait_for(p.id, "started", timeout=10)
+        print(sup._bind_loop().cgroups.base, started.text.split()[1], flush=True)
+        await asyncio.sleep(600)
+
+    asyncio.run(main())
+    """
+)
+
+
+@needs_cgroups
+@pytest.mark.promise("Guarantees and limits: Where a cgroup can be made, nothing escapes")
+def test_a_pid_hopper_goes_when_its_host_is_killed(tmp_path) -> None:
+    beat = str(tmp_path / "beat")
+    group = ""
+    host = subprocess.Popen(
+        [sys.executable, "-c", HOST, LEADER, HOPPER, beat],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
+    try:
+        assert host.stdout is not None
+        base, group = host.stdout.readline().split()
+        assert os.path.isdir(base)
+        deadline = time.monotonic() + 10
+        while _beats(beat) < 10:
+            assert time.monotonic() < deadline, "the hopper never ran"
+            time.sleep(0.01)
+        host.kill()  # no close: the watchdog must stop it, by its cgroup
+        host.wait()
+        deadline = time.monotonic() + 10
+        while os.path.exists(base) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not asyncio.run(_alive(beat))
+        assert not os.path.exists(base)  # and the cgroups went with it
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        if host.stdout is not None:
+            host.stdout.close()
+        _stop_hopper(beat, int(group) if group else None)
