@@ -51,6 +51,7 @@ from procwindow.control import (
     load_workspace,
 )
 from procwindow.control import Workspace as WorkspaceFile
+from procwindow.control.serve import selected
 from procwindow.core import ProcwindowError, Supervisor
 from procwindow.core.rules import (
     DEFAULT_AGENT,
@@ -103,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     workspace_file = getattr(args, "workspace", None)
     if workspace_file:
         try:
-            workspace = load_workspace(workspace_file)
+            workspace = selected(load_workspace(workspace_file), args)
         except ProcwindowError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 2

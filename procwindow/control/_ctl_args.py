@@ -278,7 +278,8 @@ def _configure_workspace_verbs(verbs: Any) -> None:
         verbs,
         "up",
         text,
-        text + ": its commands start as their dependencies allow. Prints what each command does.",
+        text + ": its commands start as their dependencies allow; with COMMANDs, only those"
+        " and what they depend on (--no-deps: only those). Prints what each command does.",
     )
     add_fields(p, "up")
     _json_option(p)
@@ -523,6 +524,7 @@ def _shape_wait_for(args: argparse.Namespace, fields: dict[str, Any]) -> None:
 def _shape_up(args: argparse.Namespace, fields: dict[str, Any]) -> None:
     # The server reads the file: give it the path as this shell means it.
     fields["path"] = os.path.abspath(args.path) if args.path else args.path
+    fields["commands"] = args.commands or None
 
 
 def _shape_down(args: argparse.Namespace, fields: dict[str, Any]) -> None:

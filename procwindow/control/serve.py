@@ -42,6 +42,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "workspace", nargs="?", metavar="FILE", help="a workspace TOML file to start"
     )
+    add_selection_options(parser)
     parser.add_argument(
         "--exit-code-from",
         metavar="NAME",
@@ -50,6 +51,29 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " if it never ran)",
     )
     add_server_options(parser)
+
+
+def add_selection_options(parser: argparse.ArgumentParser) -> None:
+    """``COMMAND…`` and ``--no-deps`` after a workspace FILE (``serve``, ``up``)."""
+    parser.add_argument(
+        "commands",
+        nargs="*",
+        metavar="COMMAND",
+        help="start only these commands of FILE, and those they depend on",
+    )
+    parser.add_argument(
+        "--no-deps",
+        action="store_true",
+        help="with COMMANDs: not what they depend on (their dependencies are dropped)",
+    )
+
+
+def selected(ws: Workspace, args: argparse.Namespace) -> Workspace:
+    """The part of ``ws`` that ``COMMAND…``/``--no-deps`` choose (all of it without)."""
+    commands = getattr(args, "commands", None)
+    if not commands:
+        return ws
+    return ws.only(commands, deps=not getattr(args, "no_deps", False))
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:
@@ -289,6 +313,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"procwindow serve: {problem}", file=sys.stderr)
             return 2
         ws = load_workspace(args.workspace) if args.workspace else None
+        if getattr(args, "commands", None) and ws is None:
+            print("procwindow serve: COMMANDs need a workspace FILE", file=sys.stderr)
+            return 2
+        ws = selected(ws, args) if ws is not None else None
         ending = getattr(args, "exit_code_from", None)
         if ending is not None and ws is None:
             print("procwindow serve: --exit-code-from needs a workspace FILE", file=sys.stderr)

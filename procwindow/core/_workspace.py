@@ -13,7 +13,7 @@ from __future__ import annotations
 import difflib
 import os
 from collections import Counter
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, TypeVar
 
@@ -150,6 +150,45 @@ class Workspace:
             if stem:
                 return stem
         return "workspace"
+
+    def only(self, names: Iterable[str], *, deps: bool = True) -> Workspace:
+        """This workspace with only the commands ``names`` and, with ``deps``,
+        what they depend on (as ``docker compose up NAME…``); without, only
+        those, their dependencies on the others dropped (``--no-deps``).
+        WorkspaceNotFound for a name it lacks.
+
+        >>> ws = Workspace(
+        ...     [
+        ...         Command("s", "db", ("true",)),
+        ...         Command("s", "api", ("true",), depends_on=["db"]),
+        ...         Command("s", "web", ("true",), depends_on=["api"]),
+        ...     ]
+        ... )
+        >>> [c.name for c in ws.only(["api"]).commands]
+        ['db', 'api']
+        >>> [(c.name, c.dependencies) for c in ws.only(["api"], deps=False).commands]
+        [('api', ())]
+        """
+        wanted = {str(self.command(name).name) for name in names}
+        if deps:
+            todo = list(wanted)
+            while todo:
+                for dep in self.command(todo.pop()).dependencies:
+                    if dep.name not in wanted:
+                        wanted.add(dep.name)
+                        todo.append(dep.name)
+        kept = []
+        for c in self.commands:
+            if c.name in wanted:
+                if not deps:
+                    c = replace(
+                        c,
+                        depends_on={
+                            d.name: d.condition.value for d in c.dependencies if d.name in wanted
+                        },
+                    )
+                kept.append(c)
+        return replace(self, commands=kept)
 
     def command(self, name: str) -> Command:
         """The command named ``name``; WorkspaceNotFound if there is none."""

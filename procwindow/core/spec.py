@@ -467,6 +467,20 @@ _VERB_LIST: tuple[Verb, ...] = (
                 note="a workspace file, best absolute: a relative one is relative to the"
                 " server's directory",
             ),
+            Field(
+                "commands",
+                Kind.STRINGS,
+                "only these commands, and those they depend on",
+                cli="COMMAND",
+                mcp=None,
+                note="a list of command names of the file; default: all",
+            ),
+            Field(
+                "no_deps",
+                Kind.FLAG,
+                "with commands: not what they depend on (their dependencies on others dropped)",
+                mcp=None,
+            ),
         ),
         ctl="up",
     ),

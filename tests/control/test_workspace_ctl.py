@@ -341,3 +341,83 @@ def test_up_file_goes_to_the_server_of_the_files_name(tmp_path):
         assert serve.wait(timeout=30) == 0, serve.stderr.read() if serve.stderr else ""
         if serve.stderr:
             serve.stderr.close()
+
+
+STACK = """
+name = "pick"
+[[session]]
+name = "s"
+[[session.agent]]
+name = "a"
+[[session.agent.command]]
+name = "db"
+argv = ["sleep", "60"]
+[[session.agent.command]]
+name = "api"
+argv = ["sleep", "60"]
+depends_on = ["db"]
+[[session.agent.command]]
+name = "web"
+argv = ["sleep", "60"]
+depends_on = ["api"]
+[[session.agent.command]]
+name = "worker"
+argv = ["sleep", "60"]
+"""
+
+
+@pytest.mark.promise("Workspaces")
+def test_up_named_commands_starts_them_with_their_dependencies_or_alone(server, tmp_path):
+    path = tmp_path / "stack.toml"
+    path.write_text(STACK)
+
+    def started() -> set[str]:
+        runs = json.loads(server.ctl("--json", "workspaces").stdout)
+        return {c["name"] for run in runs for c in run["commands"] if c["proc"] is not None}
+
+    up = json.loads(server.ctl("--json", "up", str(path), "api").stdout)
+    assert [c["name"] for c in up["commands"]] == ["db", "api"]
+    assert _wait(lambda: started() == {"db", "api"}, what="db and api")
+    server.ctl("down", "pick")
+    up = json.loads(server.ctl("--json", "up", str(path), "web", "--no-deps").stdout)
+    assert [c["name"] for c in up["commands"]] == ["web"]
+    assert _wait(lambda: started() == {"web"}, what="web alone")  # not waiting for api
+    server.ctl("down", "pick")
+    bad = server.ctl("up", str(path), "nope", check=False)
+    assert bad.returncode != 0 and len(bad.stderr.strip().splitlines()) == 1
+    assert "nope" in bad.stderr and "db" in bad.stderr  # it names what the file has
+    # serve FILE COMMAND… does the same
+    env, _ = isolated_env(tmp_path, "serve-pick")
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "procwindow", "serve", str(path), "worker", "api", "--no-deps"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert serve.stderr is not None
+        assert "serving on" in serve.stderr.readline()
+        sock = _wait(lambda: next(Path(env["XDG_RUNTIME_DIR"]).rglob("pick.sock"), None))
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "procwindow",
+                "ctl",
+                "--socket",
+                str(sock),
+                "--json",
+                "workspaces",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+        names = [c["name"] for run in json.loads(done.stdout) for c in run["commands"]]
+        assert sorted(names) == ["api", "worker"]
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        assert serve.wait(timeout=30) == 0
+        serve.stderr.close()
