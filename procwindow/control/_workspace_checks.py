@@ -238,6 +238,12 @@ class KeyChecker:
         self.resolve(argv[0], cwd, env, key)
         return argv
 
+    def flag(self, table: dict[str, Any], key: str, where: Key) -> bool:
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise self.fail((*where, key), f"must be true or false, got {_kind(value)}")
+        return value
+
     def terminal(self, table: dict[str, Any], where: Key) -> tuple[int, int] | None:
         """``pty`` (with ``rows`` and ``cols``): the size of the command's
         terminal, or None for pipes; checked by ``run``'s own fields and rule."""

@@ -163,7 +163,7 @@ async def serve(
     sup: Supervisor | None = None
     killers: list[asyncio.Task[None]] = []
     ending: str | None = getattr(args, "exit_code_from", None)
-    watcher: asyncio.Future[int] | None = None
+    watchers: list[asyncio.Future[int | None]] = []
 
     def on_stop_signal() -> None:
         if not stop.is_set():
@@ -184,8 +184,10 @@ async def serve(
             async with server:
                 if ws is not None and not stop.is_set():
                     run = await ws.start(sup)
-                    if ending is not None:
-                        watcher = asyncio.ensure_future(_end_with(run, ending, sup, stop))
+                    watchers = [
+                        asyncio.ensure_future(_end_with(run, name, sup, stop, failure_only))
+                        for name, failure_only in _ending(ws, ending)
+                    ]
                 print(f"procwindow: serving on {server.path}", file=sys.stderr, flush=True)
                 if sup.history_error is not None:
                     print(
@@ -198,8 +200,9 @@ async def serve(
                     "procwindow: stopping; terminating every process", file=sys.stderr, flush=True
                 )
     finally:
-        if watcher is not None and not watcher.done():
-            watcher.cancel()
+        for watcher in watchers:
+            if not watcher.done():
+                watcher.cancel()
         if killers:
             await asyncio.wait(killers, timeout=_KILL_WAIT)
             for task in killers:
@@ -208,13 +211,28 @@ async def serve(
             loop.remove_signal_handler(sig)
         if signals is not None:
             signals.install()
-    if watcher is not None and watcher.done() and not watcher.cancelled():
-        return watcher.result()
+    for watcher in watchers:
+        if watcher.done() and not watcher.cancelled() and watcher.result() is not None:
+            return watcher.result() or 0
     return 0
 
 
-async def _end_with(run: WorkspaceRun, name: str, sup: Supervisor, stop: asyncio.Event) -> int:
-    """``--exit-code-from NAME``: once NAME starts no more, stop the server; NAME's status."""
+def _ending(ws: Workspace, exit_code_from: str | None) -> list[tuple[str, bool]]:
+    """The commands whose end stops the server, and whether only a failure
+    does: ``--exit-code-from``'s, and those with ``exit_on_end`` or
+    ``exit_on_failure``."""
+    ending = [(exit_code_from, False)] if exit_code_from is not None else []
+    for c in ws.commands:
+        if (c.exit_on_end or c.exit_on_failure) and c.name != exit_code_from:
+            ending.append((str(c.name), not c.exit_on_end))
+    return ending
+
+
+async def _end_with(
+    run: WorkspaceRun, name: str, sup: Supervisor, stop: asyncio.Event, failure_only: bool
+) -> int | None:
+    """Once NAME starts no more, stop the server; NAME's status. With
+    ``failure_only``, only if it failed (else None, and nothing is stopped)."""
     state = await run.wait_ended(name)
     exit_info = sup.get(state.proc_id).exit if state.proc_id is not None else None
     if exit_info is None:
@@ -223,6 +241,8 @@ async def _end_with(run: WorkspaceRun, name: str, sup: Supervisor, stop: asyncio
         code, how = exit_info.code, f"exited with code {exit_info.code}"
     else:
         code, how = 128 + (exit_info.signal or 0), f"was killed by signal {exit_info.signal}"
+    if failure_only and code == 0:
+        return None
     print(f"procwindow: {name} {how}; stopping the workspace", file=sys.stderr, flush=True)
     stop.set()
     return code

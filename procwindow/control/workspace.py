@@ -29,6 +29,8 @@ in order, kept healthy.
     restart = "on-failure"        # "no" (default), "on-failure" or "always"
     backoff = { initial = 1, factor = 2, cap = 60 }
     max_restarts = 10
+    exit_on_end = true            # optional: serve stops the workspace when it ends, with its
+                                  # status (exit_on_failure: only when it fails)
 
 A file is checked whole before any process starts: every key must be known and
 of the right type, session names and agent names (within their session) must
@@ -110,7 +112,17 @@ _SESSION_KEYS = {"name", "agent"}
 _AGENT_KEYS = {"name", "command"}
 #: The keys of a workspace's command that are not fields of ``run``.
 WORKSPACE_ONLY = frozenset(
-    {"name", "depends_on", "liveness", "restart", "backoff", "max_restarts", "env_file"}
+    {
+        "name",
+        "depends_on",
+        "liveness",
+        "restart",
+        "backoff",
+        "max_restarts",
+        "env_file",
+        "exit_on_end",
+        "exit_on_failure",
+    }
 )
 #: Every key of a command: ``run``'s fields that a workspace takes, and its own.
 _COMMAND_KEYS = {f.name for f in VERBS["run"].fields if f.workspace} | WORKSPACE_ONLY
@@ -384,6 +396,8 @@ class _Checker(KeyChecker):
             raise self.fail((*where, "restart"), str(exc).removeprefix("restart ")) from None
         backoff = self.backoff(table, where)
         max_restarts = self.max_restarts(table, where)
+        exit_on_end = self.flag(table, "exit_on_end", where)
+        exit_on_failure = self.flag(table, "exit_on_failure", where)
         self._placed.append((where, name is not None, deps))
         try:
             return Command(
@@ -402,6 +416,8 @@ class _Checker(KeyChecker):
                 restart=policy,
                 backoff=backoff,
                 max_restarts=max_restarts,
+                exit_on_end=exit_on_end,
+                exit_on_failure=exit_on_failure,
             )
         except InvalidWorkspace as exc:  # each key was checked: a rule missed above
             key = (*where, exc.field) if exc.field else where

@@ -332,7 +332,8 @@ class Command:
     list of names, each meaning ``started``. ``ready``: its readiness check (a
     ``Ready``, a line pattern or a port). ``liveness``: checked while it runs.
     ``restart``: ``"no"``, ``"on-failure"`` or ``"always"``, after ``backoff``,
-    at most ``max_restarts`` times in a row.
+    at most ``max_restarts`` times in a row. ``exit_on_end``/``exit_on_failure``:
+    its end (its failure) ends a ``procwindow serve`` of the workspace.
 
     >>> Command(
     ...     "dev", "api", ("python", "api.py"), name="api", depends_on={"db": "ready"}, ready=8000
@@ -356,6 +357,10 @@ class Command:
     restart: RestartPolicy | str = RestartPolicy.NO
     backoff: Backoff = DEFAULT_BACKOFF
     max_restarts: int = DEFAULT_MAX_RESTARTS
+    #: When it ends for good (no restart follows), ``procwindow serve`` stops the
+    #: workspace and exits with its status; ``exit_on_failure``: only if it failed.
+    exit_on_end: bool = False
+    exit_on_failure: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))

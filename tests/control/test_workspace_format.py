@@ -360,6 +360,49 @@ def test_serve_exits_with_the_status_of_the_command_it_was_told_to(tmp_path):
     )
 
 
+def test_exit_on_end_and_exit_on_failure_end_a_serve_with_the_command_s_status(tmp_path):
+    env, _runtime = isolated_env(tmp_path, "rt")
+    pid_file = tmp_path / "db.pid"
+    ws_file = tmp_path / "ws.toml"
+
+    def serve(lint: str, tests: str) -> subprocess.CompletedProcess[str]:
+        ws_file.write_text(
+            HEAD
+            + cmd(f'name = "db"\nshell = "echo $$ > {pid_file}; exec sleep 60"\n')
+            + cmd(f'name = "lint"\nshell = "exit 0"\nexit_on_failure = true\n{lint}')
+            + cmd(f'name = "tests"\nshell = "sleep 0.5; exit 4"\n{tests}')
+        )
+        return subprocess.run(
+            [sys.executable, "-m", "procwindow", "serve", str(ws_file), "--graceful-timeout", "1"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+        )
+
+    # lint succeeds: its exit_on_failure does nothing; tests' end stops it all, status 4.
+    done = serve("", "exit_on_end = true\n")
+    assert done.returncode == 4, done.stderr
+    assert "procwindow: tests exited with code 4; stopping the workspace" in done.stderr
+    assert "lint" not in done.stderr
+    assert not os.path.exists(f"/proc/{int(pid_file.read_text())}")
+    # tests fails with exit_on_failure: the same.
+    done = serve("", "exit_on_failure = true\n")
+    assert done.returncode == 4, done.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text(HEAD + cmd('name = "x"\nargv = ["true"]\nexit_on_end = "yes"\n'))
+    done = subprocess.run(
+        [sys.executable, "-m", "procwindow", "serve", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 1  # a bad file, in one line
+    assert done.stderr.strip().endswith("exit_on_end: must be true or false, got a string")
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
 def test_serve_starts_nothing_when_the_graph_is_bad(tmp_path):
     marker = tmp_path / "MARKER"
     env, runtime = isolated_env(tmp_path, "rt")
