@@ -29,8 +29,8 @@ from ..core import (
     scope_pattern,
 )
 from ._conn import ClientGone, Conn
-from ._handlers_base import Handler, _Replied
-from ._protocol import PROTOCOL_VERSION, encode, exit_to_json, line_to_json
+from ._handlers_base import Handler, _Replied, runtime
+from ._protocol import PROTOCOL_VERSION, dumps, encode, exit_to_json, line_to_json, proc_to_json
 from ._replies import (
     event_message,
     hit_message,
@@ -70,7 +70,7 @@ class _StreamVerbs:
         req_id = req["id"]
         if req["follow"]:
             return await conn.stream(self._follow(conn, req_id, proc_id, since, want, partial))
-        await self._out_reply(conn, req_id, proc_id, since, want, limit, partial)
+        await self._out_reply(conn, req_id, proc_id, since, want, limit, partial, req["with_proc"])
         raise _Replied
 
     async def _out_reply(
@@ -82,6 +82,7 @@ class _StreamVerbs:
         stream: Stream | None,
         limit: int | None,
         partial: bool = False,
+        with_proc: bool = False,
     ) -> None:
         """One reply line, written piece by piece as the client takes it.
 
@@ -90,6 +91,7 @@ class _StreamVerbs:
         server), every line it has. Lines missing (cut by the disk cap, or the
         proc forgotten meanwhile) are counted in ``dropped``. ``partial``: the
         unterminated lines shown now end the list (the cursor stays before them).
+        ``with_proc``: the reply ends with the proc as ``get`` gives it then.
         """
         p = self.sup.get(proc_id)
         end = p.last_seq if p.live else None
@@ -120,7 +122,13 @@ class _StreamVerbs:
                 shown = self._partials(proc_id, reader.cursor, stream)
                 if shown and (limit is None or sent + len(shown) <= limit):
                     await _send_lines(conn, shown, {}, first=sent == 0)
-            tail = lines_tail(dropped, reader.cursor, reader.eof, p.cut_bytes, final=True)
+            more = b""
+            if with_proc:
+                p = self.sup.get(proc_id)
+                more = b'"proc":' + dumps(proc_to_json(p, runtime(self.sup, p)))
+            tail = lines_tail(
+                dropped, reader.cursor, reader.eof, p.cut_bytes, final=True, more=more
+            )
             await conn.send(tail)
         except (ClientGone, ConnectionError, asyncio.CancelledError):
             raise

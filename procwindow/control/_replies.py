@@ -82,7 +82,7 @@ def lines_head(req_id: Any, *, ok: bool) -> bytes:
 
 
 def lines_tail(
-    dropped: int, cursor: int, eof: bool, cut_bytes: int, *, final: bool = False
+    dropped: int, cursor: int, eof: bool, cut_bytes: int, *, final: bool = False, more: bytes = b""
 ) -> bytes:
     """The end of a message begun by lines_head (``final``: of a reply).
 
@@ -97,6 +97,8 @@ def lines_tail(
     )
     if cut_bytes:
         body += b',"cut_bytes":%d' % cut_bytes
+    if more:  # further members, JSON encoded: b'"proc":{…}'
+        body += b"," + more
     return body + (b"}}\n" if final else b"}\n")
 
 

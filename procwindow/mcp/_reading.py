@@ -84,11 +84,20 @@ class Reading(Toolbox):
         `excerpt` (head and tail) is usually the better first look.
         """
         proc_id, since, limit = args["id"], args["since"], args["limit"]
+        self.policy.check_tool("read")
         async with tool_client(self.backend) as c:
-            info = await self.proc(c, "read", proc_id)
+            # One request: the lines and the proc (its state, and whose it is).
             out = await c.call(
-                "out", proc=proc_id, since=since, limit=limit, stream=args["stream"], partial=True
+                "out",
+                proc=proc_id,
+                since=since,
+                limit=limit,
+                stream=args["stream"],
+                partial=True,
+                with_proc=True,
             )
+            info = out["proc"]
+            self.policy.check_proc("read", info)  # before anything of it is shown
         lines = out.get("lines") or []
         text, shown, last = format_lines(lines)
         left = len(lines) - shown

@@ -75,6 +75,22 @@ def test_unknown_id_is_proc_not_found(server):
     _still_serving(server)
 
 
+def test_out_with_proc_ends_with_the_proc_as_get_gives_it(server):
+    started = server.request(
+        {"op": "run", "session": "s", "agent": "a", "argv": ["sh", "-c", "echo a; echo b"]}
+    )
+    proc = started["result"]["id"]
+    assert server.request({"op": "wait", "proc": proc})["ok"] is True
+    reply = server.request({"op": "out", "proc": proc, "with_proc": True})["result"]
+    assert [line["text"] for line in reply["lines"]] == ["a", "b"]
+    got = server.request({"op": "get", "proc": proc})["result"]
+    assert reply["proc"]["id"] == proc and reply["proc"]["session"] == "s"
+    assert reply["proc"]["state"] == got["state"] == "exited"
+    assert reply["proc"]["exit"] == got["exit"]
+    plain = server.request({"op": "out", "proc": proc})["result"]
+    assert "proc" not in plain
+
+
 def test_request_over_the_size_limit_is_refused(server):
     with server.connect() as sock:
         huge = b'{"op": "idx", "pad": "' + b"x" * (1024 * 1024 + 10) + b'"}\n'
