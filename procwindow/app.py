@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import os
 import re
 import shlex
@@ -46,7 +47,10 @@ from procwindow._attach import AlreadyShown, Attached, Attachments, connect
 from procwindow._paths import resources_dir
 from procwindow.control import (
     DEFAULT_SERVER_NAME,
+    CannotConnect,
+    Client,
     ControlServer,
+    ServerError,
     default_socket_path,
     load_workspace,
 )
@@ -83,6 +87,8 @@ COMMAND_SESSION = DEFAULT_SESSION
 COMMAND_AGENT = DEFAULT_AGENT
 #: Signals that close the application gracefully (every child terminated, exit 0).
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+log = logging.getLogger("procwindow")
+
 #: The environment variable naming the directory SIGUSR1 screenshots go to.
 SCREENSHOT_ENV = "PROCWINDOW_SCREENSHOT_DIR"
 
@@ -123,6 +129,10 @@ def run(args: argparse.Namespace) -> int:
         except ProcwindowError as exc:
             print(f"{PROG}: not serving the control socket: {exc}", file=sys.stderr)
             socket_path = None
+    if args.argv and socket_path is not None:
+        handed = _hand_off(socket_path, list(args.argv))
+        if handed is not None:
+            return handed
     return run_app(
         command=args.argv,
         workspace=workspace,
@@ -130,6 +140,40 @@ def run(args: argparse.Namespace) -> int:
         notify=not getattr(args, "no_notify", False),
         attach=[*(workspace.attach if workspace else ()), *(getattr(args, "attach", None) or ())],
     )
+
+
+def _hand_off(socket_path: str, command: list[str]) -> int | None:
+    """``procwindow -- CMD`` while a window (or a server) answers on its socket:
+    run CMD there, in this directory and environment, as a browser hands a URL
+    to the one already open; None when nobody answers (this one opens)."""
+    try:
+        client = Client(socket_path, timeout=10)
+    except CannotConnect:
+        return None
+    try:
+        with client:
+            result = client.call(
+                "run",
+                argv=command,
+                session=COMMAND_SESSION,
+                agent=COMMAND_AGENT,
+                tool=DEFAULT_TOOL,
+                cwd=os.getcwd(),
+                env=dict(os.environ),
+            )
+    except ServerError as exc:
+        print(f"{PROG}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # it went away meanwhile: open our own
+        log.info("the window on %s did not take the command: %s", socket_path, exc)
+        return None
+    print(
+        f"{PROG}: handed to the window already open on {socket_path}: process"
+        f" {result['id']} (pid {result['os_pid']}) in {COMMAND_SESSION}/{COMMAND_AGENT};"
+        f" 'procwindow ctl out {result['id']}' prints its output",
+        file=sys.stderr,
+    )
+    return 0
 
 
 def run_app(

@@ -427,3 +427,32 @@ def test_workspace_serve_and_malformed_workspace(tmp_path):
     assert done.returncode == 1
     assert f"{bad}:8: session[0].agent[0].command[1].argv: command not found: 'nmp'" in done.stderr
     assert not (runtime / "procwindow" / "default.sock").exists()  # nothing started
+
+
+@pytest.mark.promise("The window")
+def test_a_command_given_while_a_window_is_open_is_handed_to_it(tmp_path):
+    """``procwindow -- CMD`` with a window (or server) on the default socket runs CMD
+    there, in this directory and environment, instead of opening a second one."""
+    socket_path = tmp_path / "runtime" / "procwindow" / "default.sock"  # the default name's
+    socket_path.parent.mkdir(mode=0o700, parents=True)
+    server = start_server(tmp_path, "--socket", str(socket_path))
+    try:
+        work = tmp_path / "work"
+        work.mkdir()
+        env = {**server.env, "HANDED_OVER": "yes"}
+        done = subprocess.run(
+            [sys.executable, "-m", "procwindow", "--", "sh", "-c", 'echo "$HANDED_OVER in $PWD"'],
+            cwd=work,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "handed to the window already open on" in done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1
+        proc = done.stderr.split("process ")[1].split()[0]
+        assert server.ctl("wait", proc, "--timeout", "10").returncode == 0
+        assert server.ctl("out", proc).stdout == f"yes in {work}\n"
+    finally:
+        assert stop_server(server) == 0
