@@ -8,9 +8,18 @@ with a newline, or as a partial line a fifth of a second later. So
 while: an event of the proc, a key written (its echo is looked for
 ``ECHO_MS`` after the write), a resize, or a fetch that found the screen
 changed all open a *watch* of ``WATCH_MS``, during which the screen is fetched
-once a frame. Fetches are at least ``FRAME_MS`` apart, never more than one is
-under way, and a fetch that finds the screen as it was costs no paint. An idle
-terminal costs nothing.
+once a frame while it changes, and ever less often while it does not (twice the
+interval after each fetch that found it as it was, up to ``WATCH_BACKOFF_MS``):
+a fetch costs milliseconds of the GUI thread (the screen's runs are made anew).
+Fetches are at least ``FRAME_MS`` apart, never more than one is under way, and
+a fetch that finds the screen as it was costs no paint. An idle terminal costs
+nothing.
+
+A key's echo is the exception to the frame's pacing: it is looked for
+``ECHO_MS`` after the write even if the last fetch started less than a frame
+ago (at least ``ECHO_GAP_MS`` ago), so that a key typed while the screen is
+watched is not drawn up to a frame later. Keys come far slower than frames:
+the fetches stay about one a frame, and the pacing starts again from there.
 """
 
 from __future__ import annotations
@@ -27,7 +36,7 @@ from procwindow.core import NoTerminal, ProcNotFound, ProcwindowError, ScreenTex
 
 from ._support import current_loop
 
-__all__ = ["ECHO_MS", "FRAME_MS", "WATCH_MS", "ScreenFeed"]
+__all__ = ["ECHO_GAP_MS", "ECHO_MS", "FRAME_MS", "WATCH_BACKOFF_MS", "WATCH_MS", "ScreenFeed"]
 
 log = logging.getLogger("procwindow.qt")
 
@@ -39,6 +48,10 @@ FRAME_MS = 16
 ECHO_MS = 2
 #: Milliseconds the screen is fetched every frame after a reason to look.
 WATCH_MS = 300
+#: Milliseconds between two fetches of a watch that keep finding the screen unchanged, at most.
+WATCH_BACKOFF_MS = 128
+#: Milliseconds between the start of a fetch and that of a key's echo, at least.
+ECHO_GAP_MS = 4
 
 
 class ScreenFeed:
@@ -67,7 +80,8 @@ class ScreenFeed:
         self._timer.timeout.connect(self._start)
         self._last_start = -math.inf  # time.monotonic() of the last fetch's start
         self._watch_until = 0.0
-        self._again = False  # poked while a fetch was under way
+        self._interval = FRAME_MS  # between a watch's fetches now (ms)
+        self._again: float | None = None  # poked while a fetch was under way: the gap
         #: Fetches started (for tests and benchmarks).
         self.fetches = 0
 
@@ -88,31 +102,35 @@ class ScreenFeed:
         self._proc_id = proc_id
         self._last_start = -math.inf
 
-    def poke(self, delay_ms: float = 0.0, watch_ms: float = WATCH_MS) -> None:
+    def poke(
+        self, delay_ms: float = 0.0, watch_ms: float = WATCH_MS, *, echo: bool = False
+    ) -> None:
         """The screen may have changed: fetch it ``delay_ms`` from now (or as soon
-        as a frame allows), and every frame for ``watch_ms``."""
+        as a frame allows; ``echo``: a key's echo, ``ECHO_GAP_MS`` after the last
+        fetch's start will do), and every frame for ``watch_ms``."""
         if self._proc_id < 0:
             return
         now = time.monotonic()
         self._watch_until = max(self._watch_until, now + watch_ms / 1000)
-        self._due(now + delay_ms / 1000)
+        self._interval = FRAME_MS
+        self._due(now + delay_ms / 1000, ECHO_GAP_MS if echo else FRAME_MS)
 
     def stop(self) -> None:
         """Fetch nothing more (a fetch under way is cancelled)."""
         self._timer.stop()
-        self._again = False
+        self._again = None
         self._watch_until = 0.0
         task, self._task = self._task, None
         if task is not None and not task.done() and not task.get_loop().is_closed():
             task.cancel()
 
-    def _due(self, when: float) -> None:
-        """A fetch at ``when`` (time.monotonic()), or the first moment after it that
-        a frame allows."""
+    def _due(self, when: float, gap_ms: float = FRAME_MS) -> None:
+        """A fetch at ``when`` (time.monotonic()), or once ``gap_ms`` have passed
+        since the last fetch started."""
         if self._task is not None:
-            self._again = True
+            self._again = gap_ms if self._again is None else min(self._again, gap_ms)
             return
-        when = max(when, self._last_start + FRAME_MS / 1000)
+        when = max(when, self._last_start + gap_ms / 1000)
         ms = max(0, math.ceil((when - time.monotonic()) * 1000))
         if self._timer.isActive() and self._timer.remainingTime() <= ms:
             return
@@ -121,7 +139,7 @@ class ScreenFeed:
     def _start(self) -> None:
         if self._task is not None or self._proc_id < 0:
             return
-        self._again = False
+        self._again = None
         self._last_start = time.monotonic()
         self.fetches += 1
         self._task = current_loop().create_task(
@@ -152,8 +170,13 @@ class ScreenFeed:
         if self._on_screen(screen):
             # It is drawing: look again next frame even without an event.
             self._watch_until = max(self._watch_until, now + WATCH_MS / 1000)
-        if self._again or now < self._watch_until:
-            self._due(now)
+            self._interval = FRAME_MS
+        else:
+            self._interval = min(2 * self._interval, WATCH_BACKOFF_MS)
+        if self._again is not None:
+            self._due(now, self._again)
+        elif now < self._watch_until:
+            self._due(self._last_start + self._interval / 1000)
 
     def _done(self, proc_id: int) -> bool:
         """The fetch of ``proc_id`` ended: True if it is still the one wanted."""

@@ -293,7 +293,7 @@ class TerminalModel(QObject):  # type: ignore[operator]  # PySide's stub: not ca
                 data = "".join(self._outbox)
                 self._outbox.clear()
                 await self._sup.write(proc_id, data)
-                self._feed.poke(delay_ms=ECHO_MS)
+                self._feed.poke(delay_ms=ECHO_MS, echo=True)
         except ProcwindowError as exc:  # it ended, or closed its terminal
             log.debug("procwindow.qt: typing into %d: %s", proc_id, exc)
             if proc_id == self._proc_id:
