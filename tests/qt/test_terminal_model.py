@@ -6,15 +6,18 @@ from __future__ import annotations
 import asyncio
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtGui import QGuiApplication
 
-from procwindow.core import Supervisor
+from procwindow.control.remote import RemoteSupervisor
+from procwindow.core import Supervisor, SupervisorAPI
 from procwindow.qt import OutputModel, ProcController, ProcModel, StatsSampler, TerminalModel
 from procwindow.qt.terminal import RESIZE_MS
 from procwindow.qt.viewmodel import ProcWindowModel
+from tests.control.conftest import start_server, stop_server
 from tests.core.helpers import py, until
 
 from .conftest import QRun
@@ -37,7 +40,7 @@ SIZE_REPORT = py(
 
 
 class Pane:
-    def __init__(self, sup: Supervisor, session: str) -> None:
+    def __init__(self, sup: SupervisorAPI, session: str) -> None:
         self.procs = ProcModel(sup, session, "a")
         self.output = OutputModel(sup)
         self.stats = StatsSampler(sup)
@@ -166,3 +169,41 @@ def test_the_terminal_takes_the_view_s_size_once_it_holds_still(
     qrun(asyncio.sleep(2 * RESIZE_MS / 1000))
     assert calls == [(p.id, 14, 70)]
     assert not pane.model.bannerVisible
+
+
+@pytest.fixture(params=["supervisor", "remote"])
+def api(request: pytest.FixtureRequest, qrun: QRun, tmp_path: Path) -> Iterator[SupervisorAPI]:
+    """A Supervisor in this process, or a RemoteSupervisor on a serve subprocess."""
+    if request.param == "supervisor":
+        sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=2.0)
+        try:
+            yield sup
+        finally:
+            qrun(sup.close())
+        return
+    server = start_server(tmp_path)
+    try:
+        remote = qrun(RemoteSupervisor.connect(server.path))
+        try:
+            yield remote
+        finally:
+            qrun(remote.close())
+    finally:
+        assert stop_server(server) == 0
+
+
+def test_a_terminal_over_either_kind_of_supervisor(
+    api: SupervisorAPI, qrun: QRun, panes: list[Pane]
+) -> None:
+    p = qrun(api.spawn([sys.executable, "-i", "-q"], session="s", agent="a", pty=True))
+    pane = Pane(api, "s")
+    panes.append(pane)
+    terminal = pane.terminal
+    qrun(until(lambda: terminal.active and pane.text().endswith(">>>"), what="the prompt"))
+    terminal.setViewSize(20, 70)
+    qrun(until(lambda: (terminal.rows, terminal.cols) == (20, 70), what="the new size"))
+    terminal.send("print(6*7)\r")
+    qrun(until(lambda: "\n42\n>>>" in pane.text(), what="the answer"))
+    terminal.send("\x04")
+    assert qrun(api.wait(p.id)).code == 0
+    qrun(until(lambda: not terminal.open, what="closed with the proc"))
