@@ -133,3 +133,27 @@ def test_mcp_tools_run_on_a_terminal_and_read_a_full_screen_program(server: Serv
             assert "screen" not in await tool(c, "read", id=proc)
 
     asyncio.run(scenario())
+
+
+@pytest.mark.promise("Workspaces: pty")
+def test_a_workspace_command_runs_on_a_terminal_of_its_size(server: Server, tmp_path) -> None:
+    path = tmp_path / "ws.toml"
+    path.write_text(
+        'name = "tty"\n[[session]]\nname = "s"\n[[session.agent]]\nname = "a"\n'
+        "[[session.agent.command]]\n"
+        'name = "probe"\n'
+        f'argv = [{json.dumps(sys.executable)}, "-c",'
+        ' "import os; print(os.isatty(0), os.isatty(1), os.get_terminal_size())"]\n'
+        "pty = true\nrows = 33\ncols = 77\n"
+    )
+    up = json.loads(server.ctl("--json", "up", str(path)).stdout)
+    proc = str(
+        _until(
+            lambda: json.loads(server.ctl("--json", "workspaces").stdout)[0]["commands"][0]["proc"],
+            "its process",
+        )
+    )
+    assert up["workspace"] == "tty"
+    assert server.ctl("wait", proc, "--timeout", "10").returncode == 0
+    assert server.ctl("out", proc).stdout == ("True True os.terminal_size(columns=77, lines=33)\n")
+    assert json.loads(server.ctl("--json", "show", proc).stdout)["pty"] == [33, 77]

@@ -360,6 +360,7 @@ def test_serve_exits_with_the_status_of_the_command_it_was_told_to(tmp_path):
     )
 
 
+@pytest.mark.promise("Workspaces: exit_on_end")
 def test_exit_on_end_and_exit_on_failure_end_a_serve_with_the_command_s_status(tmp_path):
     env, _runtime = isolated_env(tmp_path, "rt")
     pid_file = tmp_path / "db.pid"
