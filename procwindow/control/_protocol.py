@@ -289,6 +289,9 @@ def screen_to_json(screen: ScreenText) -> dict[str, Any]:
         "cursor": list(screen.cursor),
         "cursor_visible": screen.cursor_visible,
         "alternate": screen.alternate,
+        "version": screen.version,
+        "app_cursor": screen.app_cursor,
+        "bracketed_paste": screen.bracketed_paste,
     }
     if screen.styled is not None:
         out["runs"] = [[list(run) for run in row] for row in screen.styled]
@@ -306,6 +309,9 @@ def screen_from_json(value: Mapping[str, Any]) -> ScreenText:
         bool(value["cursor_visible"]),
         bool(value["alternate"]),
         None if runs is None else tuple(tuple(Run(*run) for run in r) for r in runs),
+        int(value.get("version", 0)),
+        bool(value.get("app_cursor")),
+        bool(value.get("bracketed_paste")),
     )
 
 

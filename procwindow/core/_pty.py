@@ -75,11 +75,16 @@ def size(fd: int) -> tuple[int, int]:
 
 def describe_terminal(env: dict[bytes, bytes], overrides: Mapping[str, object]) -> None:
     """Make a PTY child's environment ``env`` describe its own terminal, not the
-    server's: ``TERM`` is the one the screen model emulates, and ``LINES`` and
-    ``COLUMNS`` go (programs that read them, curses among them, would take them
-    over the terminal's real size). What the spawn's ``env`` names is kept."""
+    server's: ``TERM`` is the one the screen model emulates (with ncurses'
+    boxes in UTF-8, which it reads), and ``LINES`` and ``COLUMNS`` go
+    (programs that read them, curses among them, would take them over the
+    terminal's real size). What the spawn's ``env`` names is kept."""
     if "TERM" not in overrides:
         env[b"TERM"] = TERM.encode()
+    if "NCURSES_NO_UTF8_ACS" not in overrides:
+        # Boxes and lines as UTF-8 characters, not the line-drawing charset
+        # (``ESC ( 0``), which the screen model does not read in UTF-8.
+        env[b"NCURSES_NO_UTF8_ACS"] = b"1"
     for name in ("LINES", "COLUMNS"):
         if name not in overrides:
             env.pop(name.encode(), None)

@@ -29,6 +29,11 @@ __all__ = ["BACKLOG", "Run", "ScreenText", "TerminalScreen"]
 BACKLOG = 64 * 1024
 #: Bytes fed to the emulator in one go between looks at the clock.
 _SLICE = 2048
+#: Clears the screen and homes the cursor.
+_CLEAR = b"\x1b[2J\x1b[H"
+#: pyte's keys of the private modes DECCKM (1) and bracketed paste (2004).
+_APP_CURSOR = 1 << 5
+_BRACKETED_PASTE = 2004 << 5
 #: Private modes of the alternate screen: xterm's 1049 (with the cursor
 #: saved), 1047 and the older 47.
 _ALTERNATE = frozenset({1049, 1047, 47})
@@ -58,6 +63,26 @@ class Run(NamedTuple):
     reverse: bool
 
 
+def _row(line: Any, columns: int) -> tuple[Run, ...]:
+    """One row of pyte's buffer as runs of characters drawn alike."""
+    runs: list[Run] = []
+    text: list[str] = []
+    key: tuple[Any, ...] | None = None
+    for x in range(columns):
+        c = line[x]
+        if not c.data:  # the second half of a wide character
+            continue
+        attrs = (c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse)
+        if attrs != key and text:
+            runs.append(Run("".join(text), *key))  # type: ignore[misc]
+            text = []
+        key = attrs
+        text.append(c.data)
+    if text and key is not None:
+        runs.append(Run("".join(text), *key))
+    return tuple(runs)
+
+
 class ScreenText(NamedTuple):
     """A terminal's screen as text: ``lines`` are its rows (trailing blanks
     cut, every row there), ``cursor`` its (row, column) from 0, ``alternate``
@@ -72,6 +97,12 @@ class ScreenText(NamedTuple):
     cursor_visible: bool
     alternate: bool
     styled: tuple[tuple[Run, ...], ...] | None = None
+    #: Equal versions of one proc's screen are equal screens.
+    version: int = 0
+    #: The program asked for application cursor keys (DECCKM: arrows as
+    #: ``ESC O A``) and for bracketed paste (pasted text between markers).
+    app_cursor: bool = False
+    bracketed_paste: bool = False
 
     @property
     def text(self) -> str:
@@ -135,8 +166,15 @@ class TerminalScreen:
         self._screen = _Terminal(cols, rows)
         self._stream = pyte.ByteStream(self._screen)
         self._pending = bytearray()
-        #: Counts changes seen (output added, a resize): a reader that saw this
-        #: number has seen the screen as it is.
+        #: Bytes ever added, and of those, fed to the emulator or dropped (covered).
+        self._added = 0
+        self._consumed = 0
+        #: Each row's text and runs as last drawn, rebuilt for the rows pyte
+        #: marks changed (``dirty``): a key's echo costs a row, not a screen.
+        self._rows: list[tuple[str, tuple[Run, ...]]] = []
+        self._rows_size = (0, 0)
+        #: Counts what changed the screen (output fed, a resize): equal numbers,
+        #: equal screens.
         self.version = 0
 
     @property
@@ -145,72 +183,91 @@ class TerminalScreen:
         return len(self._pending)
 
     @property
+    def added(self) -> int:
+        """Bytes added so far (``catch_up(upto=added)`` feeds up to there)."""
+        return self._added
+
+    @property
     def size(self) -> tuple[int, int]:
         return self._screen.lines, self._screen.columns
 
     def add(self, data: bytes | bytearray | memoryview) -> None:
         """The child wrote ``data`` (kept until someone looks)."""
         self._pending += data
-        self.version += 1
+        self._added += len(data)
         if len(self._pending) > BACKLOG:
             self._drop_covered()
 
     def resize(self, rows: int, cols: int) -> None:
-        """The terminal now has this size (what was drawn is kept, clipped)."""
+        """The terminal now has this size. Rows go from the bottom first while
+        they are below the cursor (as xterm does), then from the top."""
         self.catch_up(None)
-        self._screen.resize(rows, cols)
+        s = self._screen
+        below = max(0, s.lines - 1 - s.cursor.y)
+        from_bottom = min(max(0, s.lines - rows), below)
+        for y in range(s.lines - from_bottom, s.lines):
+            s.buffer.pop(y, None)
+        s.lines -= from_bottom
+        s.resize(rows, cols)
+        s.dirty.update(range(s.lines))
         self.version += 1
 
-    def catch_up(self, budget: float | None = 0.005) -> bool:
-        """Feed what is pending to the emulator, for at most ``budget`` seconds
-        (None: all of it); True once nothing is pending."""
+    def catch_up(self, budget: float | None = 0.005, upto: int | None = None) -> bool:
+        """Feed what is pending to the emulator (up to byte ``upto`` of all
+        added, None: all) for at most ``budget`` seconds (None: no limit); True
+        once that much is fed. A program that writes faster than the emulator
+        reads is caught up to where it was when the reader asked, not chased."""
         deadline = None if budget is None else time.monotonic() + budget
         pending = self._pending
+        goal = len(pending) if upto is None else max(0, upto - self._consumed)
         done = 0
-        while done < len(pending):
-            self._stream.feed(bytes(pending[done : done + _SLICE]))
-            done += _SLICE
+        while done < min(goal, len(pending)):
+            piece = pending[done : min(done + _SLICE, goal)]
+            self._stream.feed(bytes(piece))
+            done += len(piece)
             if deadline is not None and time.monotonic() >= deadline:
                 break
-        del pending[:done]
-        return not pending
+        if done:
+            del pending[:done]
+            self._consumed += done
+            self.version += 1
+        return done >= goal or not pending
 
     def text(self, styled: bool = False) -> ScreenText:
         """The screen as it is drawn now (call ``catch_up`` first to be current);
         with ``styled``, its rows as runs too."""
         s = self._screen
+        rows = self._refresh()
         return ScreenText(
             s.lines,
             s.columns,
-            tuple(row.rstrip() for row in s.display),
+            tuple(text for text, _runs in rows),
             (s.cursor.y, s.cursor.x),
             not s.cursor.hidden,
             s.alternate,
-            tuple(tuple(row) for row in self.styled()) if styled else None,
+            tuple(runs for _text, runs in rows) if styled else None,
+            self.version,
+            _APP_CURSOR in s.mode,
+            _BRACKETED_PASTE in s.mode,
         )
 
     def styled(self) -> list[list[Run]]:
         """Each row as runs of characters drawn alike (for drawing it)."""
+        return [list(runs) for _text, runs in self._refresh()]
+
+    def _refresh(self) -> list[tuple[str, tuple[Run, ...]]]:
+        """The rows, those pyte marked changed built again."""
         s = self._screen
-        rows: list[list[Run]] = []
-        for y in range(s.lines):
-            line = s.buffer[y]
-            runs: list[Run] = []
-            text: list[str] = []
-            key: tuple[Any, ...] | None = None
-            for x in range(s.columns):
-                c = line[x]
-                if not c.data:  # the second half of a wide character
-                    continue
-                attrs = (c.fg, c.bg, c.bold, c.italics, c.underscore, c.reverse)
-                if attrs != key and text:
-                    runs.append(Run("".join(text), *key))  # type: ignore[misc]
-                    text = []
-                key = attrs
-                text.append(c.data)
-            if text and key is not None:
-                runs.append(Run("".join(text), *key))
-            rows.append(runs)
+        rows = self._rows
+        if self._rows_size != (s.lines, s.columns):
+            self._rows_size = (s.lines, s.columns)
+            rows[:] = [("", ())] * s.lines
+            s.dirty.update(range(s.lines))
+        for y in s.dirty:
+            if 0 <= y < s.lines:
+                runs = _row(s.buffer[y], s.columns)
+                rows[y] = ("".join(run.text for run in runs).rstrip(), runs)
+        s.dirty.clear()
         return rows
 
     def _drop_covered(self) -> None:
@@ -223,6 +280,7 @@ class TerminalScreen:
         if start > 0:
             self._keep_modes(bytes(pending[:start]))
             del pending[:start]
+            self._consumed += start
         if len(pending) <= BACKLOG // 2:
             return
         rows, cols = self.size
@@ -231,8 +289,10 @@ class TerminalScreen:
         cut = len(pending) - keep if cut < 0 else cut + 1
         self._keep_modes(bytes(pending[:cut]))
         del pending[:cut]
-        # What it drew before is gone: start from a clear screen.
-        pending[:0] = b"\x1b[2J\x1b[H"
+        # What it drew before is gone: start from a clear screen (bytes that
+        # were never added: they count against those dropped).
+        pending[:0] = _CLEAR
+        self._consumed += cut - len(_CLEAR)
 
     def _keep_modes(self, dropped: bytes) -> None:
         """Whether ``dropped`` left the alternate screen on or off: so it stays."""

@@ -31,8 +31,9 @@ async def screen(child: Child, styled: bool = False) -> ScreenText:
     """Its screen as it is now: the output so far fed to the screen model,
     in pieces with the loop running between them (``styled``: with its runs)."""
     model = _screen_of(child)
+    upto = model.added  # what was written when asked: never chase a faster writer
     while True:
-        if model.catch_up(PIECE_SECONDS):
+        if model.catch_up(PIECE_SECONDS, upto):
             return model.text(styled)
         await asyncio.sleep(0)  # a pass of the loop between pieces
 

@@ -317,3 +317,54 @@ def test_a_pty_tree_goes_when_its_host_is_killed() -> None:
             host.wait()
         if host.stdout is not None:
             host.stdout.close()
+
+
+#: Redraws a full screen in place (cursor home, no clear) as fast as it can.
+IN_PLACE = """
+    import sys
+    n = 0
+    while True:
+        n += 1
+        sys.stdout.write("\\x1b[H" + "".join(f"frame {n:>9} row {r:>2}\\r\\n" for r in range(23)))
+"""
+
+
+def test_the_screen_comes_back_while_a_program_redraws_faster_than_it_is_read(run) -> None:
+    async def main() -> None:
+        async with Supervisor(history=False) as sup:
+            p = await sup.spawn(py(IN_PLACE), session="s", agent="a", pty=True)
+            await sup.wait_for(p.id, "frame", timeout=10)
+            for _ in range(3):  # each look ends, at what was written when it began
+                shot = await asyncio.wait_for(sup.screen(p.id), 10)
+                assert shot.lines[0].startswith("frame") and shot.lines[0].endswith("row  0")
+            await sup.kill(p.id)
+
+    run(main())
+
+
+def test_modes_versions_and_a_shrink_that_keeps_the_top(run) -> None:
+    code = """
+        import sys
+        print("first line")
+        print("second line")
+        sys.stdout.write("\\x1b[?1h\\x1b[?2004h")  # application cursor keys, bracketed paste
+        sys.stdout.flush()
+        import os; print("acs", os.environ.get("NCURSES_NO_UTF8_ACS"), flush=True)
+        sys.stdin.read()
+    """
+
+    async def main() -> None:
+        async with Supervisor(history=False) as sup:
+            p = await sup.spawn(py(code), session="s", agent="a", pty=True)
+            await sup.wait_for(p.id, "acs 1$", timeout=10)
+            shot = await sup.screen(p.id)
+            assert shot.app_cursor and shot.bracketed_paste
+            assert (await sup.screen(p.id)).version == shot.version  # nothing new: the same
+            # Fewer rows: those below the cursor go first, as in xterm.
+            await sup.resize(p.id, 6, 80)
+            small = await sup.screen(p.id)
+            assert small.lines[:3] == ("first line", "second line", "acs 1")
+            assert small.version != shot.version
+            await sup.kill(p.id)
+
+    run(main())
