@@ -90,11 +90,14 @@ needs_cgroups = pytest.mark.skipif(
 
 
 def _stop_hopper(beat: str, group: int | None) -> None:
-    """Whatever happened, stop the hopper: its stop file, and SIGKILL to its
-    group (which one signal reaches whole, forks under way included)."""
+    """Whatever happened, stop the hopper: its stop file, and, if it still
+    beats, SIGKILL to its group (one signal reaches a group whole, forks under
+    way included). Only then: a group that is gone may name another one by
+    now (pids are reused within seconds while hoppers run), and must not be
+    signalled."""
     with open(beat + ".stop", "w"):
         pass
-    if group is not None:
+    if group is not None and asyncio.run(_alive(beat, 0.2)):
         with contextlib.suppress(OSError):
             os.killpg(group, signal.SIGKILL)
     time.sleep(0.05)
