@@ -80,6 +80,10 @@ def _marked(token_prefix: str) -> list[int]:
 
 def _start_host(tmp_path: Path, watchdog: bool) -> tuple[subprocess.Popen[str], list[int]]:
     env = dict(os.environ, PYTHONPATH=str(ROOT), XDG_STATE_HOME=str(tmp_path / "state"))
+    if not watchdog:
+        # The state file's own test: without cgroups, which any supervisor that
+        # starts meanwhile (another test's) would kill as a dead one's leftovers.
+        env["PROCWINDOW_NO_CGROUPS"] = "1"
     host = subprocess.Popen(
         [sys.executable, "-c", HOST.replace("WATCHDOG", str(watchdog))],
         stdout=subprocess.PIPE,
