@@ -251,10 +251,6 @@ class TerminalScreen:
             _BRACKETED_PASTE in s.mode,
         )
 
-    def styled(self) -> list[list[Run]]:
-        """Each row as runs of characters drawn alike (for drawing it)."""
-        return [list(runs) for _text, runs in self._refresh()]
-
     def _refresh(self) -> list[tuple[str, tuple[Run, ...]]]:
         """The rows, those pyte marked changed built again."""
         s = self._screen

@@ -73,6 +73,7 @@ async def _scan_for(
     procs: Procs, proc_id: int, match: LineMatch, want: Stream | None, since: int
 ) -> Line:
     cursor = since
+    screen_upto: int | None = None  # the screen is looked at as of this byte
     loop = asyncio.get_running_loop()
     while True:
         child = procs.live(proc_id)
@@ -94,9 +95,12 @@ async def _scan_for(
                     if (want is None or line.stream is want) and match.line(line.text):
                         return line._replace(seq=child.store.last_seq + 1)
                 if child.screen is not None and want is not Stream.STDERR:
-                    if not child.screen.catch_up(SCAN_SLICE):
+                    if screen_upto is None:  # as screen() does: never chase a faster writer
+                        screen_upto = child.screen.added
+                    if not child.screen.catch_up(SCAN_SLICE, screen_upto):
                         await asyncio.sleep(0)
                         continue
+                    screen_upto = None
                     row = _terminal.full_screen_row(child, match.line)
                     if row is not None:
                         return row
