@@ -38,8 +38,10 @@ LEADER = textwrap.dedent(
     os.execve(sys.executable, [sys.executable, "-c", sys.argv[1], sys.argv[2]], {})
     """
 )
-#: The hopper: fork, let the parent go, again; a pid lives about a millisecond,
-#: too short for any look at /proc to find it. It counts its hops in a file (its
+#: The hopper: fork, let the parent go, again; a pid lives about 10 ms (slow enough
+#: not to run through the machine's pids under other tests, and no look at /proc
+#: finds it anyway: no marker, no group of ours, no parent of ours). It counts
+#: its hops in a file (its
 #: heartbeat) and ends when a stop file appears (so that a test that fails
 #: leaves nothing running).
 HOPPER = textwrap.dedent(
@@ -54,10 +56,10 @@ HOPPER = textwrap.dedent(
         except OSError:
             pass
         n += 1
-        if n % 20 == 0:
+        if n % 2 == 0:
             with open(beat, "a") as f:
                 f.write(".")
-        time.sleep(0.001)
+        time.sleep(0.01)
     """
 )
 
@@ -108,7 +110,7 @@ async def _start_hopper(sup: Supervisor, beat: str, groups: list[int]) -> int:
     started = await sup.wait_for(p.id, "started", timeout=10)
     groups.append(int(started.text.split()[1]))
     deadline = time.monotonic() + 10
-    while _beats(beat) < 10:  # hundreds of pids later
+    while _beats(beat) < 10:  # dozens of pids later
         assert time.monotonic() < deadline, "the hopper never ran"
         await asyncio.sleep(0.01)
     assert await _alive(beat)
