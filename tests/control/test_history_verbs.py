@@ -32,16 +32,21 @@ from ..core.helpers import alive, py
 from .conftest import Server, isolated_env, start_server, stop_server
 
 #: A proc that writes 20,000 stdout lines and 21 stderr ones: about 220 KB, so a
-#: 64 KiB disk cap cuts its middle. Its last line, "err end", is written last (after
-#: stdout's buffer), so it is in the tail the cap keeps.
+#: 64 KiB disk cap cuts its middle. Its last line, "err end", is written last, once
+#: the supervisor has read all of stdout (its pipe is empty): the two pipes are read
+#: in no set order, and written at once, "err end" could come before stdout's last
+#: block and be cut with the middle. So it is in the tail the cap keeps.
 BIG = py(
     """
-    import sys
+    import fcntl, struct, sys, termios, time
     for i in range(20000):
         print(f"line {i}")
         if i % 1000 == 0:
             print(f"err {i}", file=sys.stderr)
     sys.stdout.flush()
+    unread = lambda: struct.unpack("i", fcntl.ioctl(1, termios.FIONREAD, b"\\0" * 4))[0]
+    while unread():
+        time.sleep(0.001)
     print("err end", file=sys.stderr)
     """
 )

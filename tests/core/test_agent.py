@@ -340,9 +340,11 @@ def test_fast_progress_is_shown_at_a_bounded_rate(run, tmp_path):
             # One second of redraws, shown every 0.2 s: a handful of states,
             # each newer than the last.
             assert 2 <= len(partials) <= 8
-            assert partials == sorted(partials)
+            assert partials == sorted(set(partials))
+            # The last state shown may be the final one itself (the program was
+            # descheduled between its last redraw and its newline), never later.
             final = int(sup.read(p.id)[0].text)
-            assert partials[-1] < final
+            assert partials[-1] <= final
 
     run(main())
 

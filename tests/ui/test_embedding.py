@@ -45,7 +45,7 @@ HARNESS = textwrap.dedent(
         output = window.property("outputModel")
 
         def check():
-            if output.lineCount == 0:
+            if output.rowCount() == 0:  # no line shown yet (held lines become rows at a frame)
                 return
             timer.stop()
             model = window.property("procModel")
