@@ -44,6 +44,7 @@ class Child:
         "exit_fut",
         "exit_waiters",
         "final_seq",
+        "held",
         "marker",
         "max_read",
         "open_streams",
@@ -85,6 +86,9 @@ class Child:
         self.marker = b""
         #: Open until the child is reaped: while it is, its pid cannot be reused.
         self.pidfd: int | None = pidfd
+        #: It exited and its status was taken, but its zombie is kept (see
+        #: ``_leaders``): its pid, and so its group id, are still its own.
+        self.held = False
         self.stream_fds = stream_fds
         #: Streams whose pipe is still open (a descendant may hold it after exit).
         self.open_streams: set[Stream] = set(stream_fds)
@@ -134,8 +138,14 @@ class Child:
 
     @property
     def unreaped(self) -> bool:
-        """True until its exit status is taken: its pid and group id are still its own."""
+        """True until it is reaped (it runs, or its zombie is held): its pid and
+        group id are still its own."""
         return self.pidfd is not None
+
+    @property
+    def running(self) -> bool:
+        """True until its exit is seen."""
+        return self.pidfd is not None and not self.held
 
     def changed(self, loop: asyncio.AbstractEventLoop) -> asyncio.Future[None]:
         """A future that is done at the next wake-up (see ``wake``)."""
@@ -243,15 +253,21 @@ class Child:
         os.close(pidfd)
         return True
 
-    def reap(self, loop: asyncio.AbstractEventLoop | None) -> tuple[int, int | None, bool] | None:
+    def take_exit(
+        self, loop: asyncio.AbstractEventLoop | None
+    ) -> tuple[int, int | None, bool] | None:
         """Take its exit status if it has exited: ``(code, signal, stolen)``, or
-        None while it runs. ``code`` is 128+N after death by signal N; ``stolen``:
-        someone else reaped it (code 255). The pidfd is closed once it is reaped.
+        None while it runs (or once taken). ``code`` is 128+N after death by
+        signal N; ``stolen``: someone else reaped it (code 255).
+
+        The status is read with ``WNOWAIT``: the zombie stays, ``held``, until
+        :meth:`reap_held` (its pid is not free for reuse until then); the pidfd
+        is no longer watched. A stolen child's pidfd is closed at once.
         """
-        if self.pidfd is None:
+        if self.pidfd is None or self.held:
             return None
         try:
-            res = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG)
+            res = os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
             res = None
             stolen = True
@@ -259,15 +275,29 @@ class Child:
             stolen = False
             if res is None:
                 return None
-        self.close_pidfd(loop)
         if res is None:
+            self.close_pidfd(loop)
             code, sig = 255, None
-        elif res.si_code == os.CLD_EXITED:
-            code, sig = res.si_status, None
         else:
-            code, sig = 128 + res.si_status, res.si_status
+            if loop is not None:
+                loop.remove_reader(self.pidfd)
+            self.held = True
+            if res.si_code == os.CLD_EXITED:
+                code, sig = res.si_status, None
+            else:
+                code, sig = 128 + res.si_status, res.si_status
         self.popen.returncode = code if sig is None else -sig
         return code, sig, stolen
+
+    def reap_held(self) -> bool:
+        """Reap its held zombie and close the pidfd; False if none was held."""
+        if not self.held or self.pidfd is None:
+            return False
+        with contextlib.suppress(ChildProcessError):
+            os.waitid(os.P_PIDFD, self.pidfd, os.WEXITED | os.WNOHANG)
+        self.held = False
+        self.close_pidfd(None)
+        return True
 
     def close_stream(self, stream: Stream, loop: asyncio.AbstractEventLoop | None) -> bool:
         """Close one pipe's read end; False if it was closed already."""

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from ._capture import Capture
     from ._events import EventHub
     from ._guard import Guard
+    from ._leaders import Leaders
     from ._output import OutputStore
     from ._reaper import Sweeper
     from ._starter import Spawned, Starter
@@ -39,7 +40,8 @@ class Launcher:
     until it exits.
 
     ``guards`` (the watchdog, the state file) list a child from its start to
-    its reap; ``new_store`` makes a child's ring; ``time_out`` is called when
+    its reap (``leaders`` holds an exited leader's zombie until its group is
+    empty); ``new_store`` makes a child's ring; ``time_out`` is called when
     a child's ``timeout`` runs out; ``procs`` is what readiness checks read.
     """
 
@@ -57,6 +59,7 @@ class Launcher:
         new_store: Callable[[], OutputStore],
         time_out: Callable[[Child], None],
         procs: Callable[[], Procs],
+        leaders: Leaders,
     ) -> None:
         self._loop = loop
         self._starter = starter
@@ -70,6 +73,7 @@ class Launcher:
         self._new_store = new_store
         self._time_out = time_out
         self._procs = procs
+        self._leaders = leaders
 
     async def spawn(self, values: Mapping[str, Any]) -> Proc:
         """``Supervisor.spawn`` once its arguments are checked (``values``, as
@@ -157,13 +161,10 @@ class Launcher:
     def on_exit(self, child: Child) -> None:
         """The pidfd is readable (or a subreaper saw the zombie): take the
         status, drain the pipes, record and announce the exit."""
-        status = child.reap(self._loop)
-        if status is None:  # woken, but not exited yet
+        status = child.take_exit(self._loop)
+        if status is None:  # woken, but not exited yet (or its exit was taken)
             return
         code, sig, stolen = status
-        own_child(child.os_pid, None)
-        for guard in self._guards:
-            guard.reaped(child.os_pid)
         if stolen:
             log.warning("proc %d: its exit status was reaped by someone else", child.id)
         # Everything the child wrote is in the pipes now: take it before
@@ -198,4 +199,14 @@ class Launcher:
             at=child.proc.ended_at,
         )
         child.wake()
+        if child.held:
+            self._leaders.hold(child)  # reaped once its group is empty
+        else:
+            self.reaped(child)
+
+    def reaped(self, child: Child) -> None:
+        """``child`` was reaped: its pid may be reused from now on."""
+        own_child(child.os_pid, None)
+        for guard in self._guards:
+            guard.reaped(child.os_pid)
         self._sweeper.schedule(SWEEP_INTERVAL, scan=False)  # to flush the guards

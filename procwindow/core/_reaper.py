@@ -95,13 +95,41 @@ def _reap_orphans() -> int:
         owner = _OWN_CHILDREN.get(pid)
         if owner is not None:
             if pid == last:
-                return reaped  # its owner did not reap it (yet): do not spin
+                # Its owner keeps it (a leader's zombie held while its group
+                # lives) or has not taken it in yet: waitid(P_ALL) would name
+                # it again and again, so reap the orphans behind it by pid.
+                return reaped + _reap_listed()
             last = pid
             owner()
             continue
         with contextlib.suppress(ChildProcessError):
             os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG)
         reaped += 1
+
+
+def _reap_listed() -> int:
+    """Reap the exited orphans among this process's children as /proc lists
+    them (every thread's ``children``), passing over our own; how many."""
+    reaped = 0
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return 0
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/children", "rb") as f:
+                pids = [int(word) for word in f.read().split()]
+        except (OSError, ValueError):  # a thread that ended, or no fd to spare
+            continue
+        for pid in pids:
+            if pid in _OWN_CHILDREN:
+                continue
+            try:
+                if os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG) is not None:
+                    reaped += 1
+            except ChildProcessError:
+                pass
+    return reaped
 
 
 class Sweeper:

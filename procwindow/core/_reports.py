@@ -76,14 +76,14 @@ def top_text(procs: Iterable[Proc], now_mono: float) -> str:
 
 
 def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
-    """CPU %, RSS, I/O bytes and threads of the child (while unreaped) and its
+    """CPU %, RSS, I/O bytes and threads of the child (while it runs) and its
     live ``descendants``. CPU % counts since the previous sample of the same
     processes: their psutil handles are kept in ``child.ps_cache``. A call within
     :data:`STATS_MIN_INTERVAL` of the last sample gets that sample again (CPU
     time is real time: no clock seam)."""
     now = time.monotonic()
     pids = list(descendants)
-    if child.unreaped:
+    if child.running:
         pids.insert(0, child.os_pid)
     last = child.ps_last
     # The same tree, sampled moments ago: that sample (a tree that changed is new).
@@ -117,14 +117,14 @@ def _sample(child: Child, pids: list[int]) -> ProcStats:
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied, OSError):
             continue
     child.ps_cache = seen
-    return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.unreaped))
+    return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.running))
 
 
 def tree_ports(child: Child, descendants: Iterable[int]) -> list[ListeningPort]:
-    """The TCP ports the child (while unreaped) and its live ``descendants`` listen
+    """The TCP ports the child (while it runs) and its live ``descendants`` listen
     on, by port; a process that is gone or not ours to read is passed over."""
     pids = list(descendants)
-    if child.unreaped:
+    if child.running:
         pids.insert(0, child.os_pid)
     found: set[ListeningPort] = set()
     for pid in pids:

@@ -15,6 +15,7 @@ from ._archive import reclaim_rings
 from ._capture import Capture
 from ._cgroup import Cgroups
 from ._launch import Launcher
+from ._leaders import Leaders
 from ._output import OutputStore
 from ._reaper import SWEEP_INTERVAL, Sweeper, own_child
 from ._signals import TreeSignals
@@ -128,6 +129,7 @@ class Running:
             lambda: sup.graceful_timeout,
             lambda: sup._closing,
         )
+        self.leaders = Leaders(loop, self.signals, lambda child: self.launcher.reaped(child))
         self.launcher = Launcher(
             loop,
             self.starter,
@@ -143,6 +145,7 @@ class Running:
             ),
             self.stopping.time_out,
             sup._procs,
+            self.leaders,
         )
         # History writes (spawns' rows, exits and their output counters) are
         # committed together, a moment after the first, off each spawn's path.
@@ -221,6 +224,7 @@ class Running:
         self.starter.close()
         if self.cgroups is not None:  # what is left in them is killed, and they go
             self.cgroups.close()
+        self.leaders.close()
         os.close(self.devnull)
         for child in children:
             # A child that survived SIGKILL (uninterruptible sleep): stop

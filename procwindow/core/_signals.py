@@ -96,7 +96,8 @@ class TreeSignals:
         if pidfd is None:
             return False
         pgid = child.proc.pgid
-        # The leader is unreaped, so its pid — and so its group id — cannot have
+        # The leader is unreaped (running, or its zombie held while its group
+        # lives: ``_leaders``), so its pid — and so its group id — cannot have
         # been reused: killpg is safe. If the leader left its group (or that
         # cannot be looked up, at the fd limit), reach it by its pidfd as well.
         try:

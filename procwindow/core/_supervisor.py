@@ -543,10 +543,10 @@ class Supervisor(SupervisorAPI):
     async def signal(self, proc_id: int, sig: int) -> bool:
         """Send ``sig`` to the proc's process group. False if it already exited.
 
-        Sent only while the child is unreaped, so a reused pid is never hit.
+        Sent only while the child runs (unreaped), so a reused pid is never hit.
         """
         child = self._child(proc_id)
-        if not child.unreaped:
+        if not child.running:
             return False
         if sig not in (0, signal.SIGCONT):
             child.note_stop(StopCause.SIGNALLED)

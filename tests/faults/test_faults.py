@@ -101,6 +101,8 @@ PID_REUSE = textwrap.dedent(
             p = await sup.spawn(["true"], session="s", agent="a")
             await sup.wait(p.id)
             old = p.os_pid
+            while os.path.exists(f"/proc/{old}"):  # reaped a moment after its exit
+                await asyncio.sleep(0.01)
             # make the kernel hand out that pid again, to an unrelated process
             with open("/proc/sys/kernel/ns_last_pid", "w") as f:
                 f.write(str(old - 1))

@@ -25,7 +25,7 @@ from procwindow import Supervisor
 from procwindow.core._statefile import StateFile, recover_leftovers, state_dir
 from procwindow.core._watchdog import Watchdog
 
-from ..core.helpers import alive, state_of
+from ..core.helpers import alive, state_of, until
 from ..tiers import scaled
 from .test_supervisor_death import _marked, _wait_dead
 
@@ -615,6 +615,8 @@ def test_a_supervisor_records_its_reaps_within_a_sweep(tmp_path):
             path = sup._statefile.path
             first = await sup.spawn(["true"], session="s", agent="a")
             await sup.wait(first.id)
+            # Reaped (at once, or once a look at /proc finds its group empty).
+            await until(lambda: not os.path.exists(f"/proc/{first.os_pid}"))
             keep = await sup.spawn(["sleep", "60"], session="s", agent="a")
             # The second start carried the first one's reap.
             assert _recorded(path) == {keep.os_pid: _start_time(keep.os_pid)}
