@@ -101,7 +101,7 @@ def history_table(procs: list[dict[str, Any]]) -> str:
                 f"{info['code']} {info['reason']}" if info is not None else "-",
                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(p["started_at"])),
                 format_runtime(p["runtime"]),
-                escape_controls(p["cmd"]),
+                _run_of(p.get("command_run")) + escape_controls(p["cmd"]),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
@@ -109,6 +109,14 @@ def history_table(procs: list[dict[str, Any]]) -> str:
         "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=False)) + "  " + r[-1] + "\n"
         for r in rows
     )
+
+
+def _run_of(run: dict[str, Any] | None) -> str:
+    """``[demo/web, restart of 12] `` before a workspace command's run ("" for none)."""
+    if not run:
+        return ""
+    after = f", restart of {run['restart_of']}" if run.get("restart_of") is not None else ""
+    return f"[{escape_controls(run['workspace'])}/{escape_controls(run['command'])}{after}] "
 
 
 def _states_text(runs: list[dict[str, Any]]) -> str:

@@ -329,6 +329,11 @@ class _LineReader:
                 dropped += self._skip_to(line.seq - 1)
                 self.cursor = line.seq
             if batch.eof or not batch.lines:
+                # Only the other stream's lines were left: as read() does, the
+                # cursor goes past what is missing after them, and at the end
+                # of a finished proc's output that is its end (eof).
+                dropped += self._skip_to(batch.cursor if upto is None else min(batch.cursor, upto))
+                self.eof = batch.eof and (upto is None or batch.cursor <= upto)
                 return dropped
         return dropped
 

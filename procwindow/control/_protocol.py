@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from ..core import (
+    CommandRun,
     Event,
     Excerpt,
     ExitInfo,
@@ -250,6 +251,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     ``timeout``, ``stdin``, ``merge_stderr``, ``pty``: what its ``run`` asked for (the
     history does not record them: a proc read from it shows the defaults).
     ``last_seq``: the seq of its newest complete line (its cursor now).
+    ``command_run``: the workspace command it is a run of, and the run it restarted.
     """
     return {
         "id": p.id,
@@ -275,7 +277,28 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "merge_stderr": p.options.merge_stderr,
         "pty": list(p.options.pty) if p.options.pty is not None else None,
         "last_seq": p.last_seq,
+        "command_run": command_run_to_json(p.command_run),
     }
+
+
+def command_run_to_json(run: CommandRun | None) -> dict[str, Any] | None:
+    """Which workspace command a proc is a run of (null for none)."""
+    if run is None:
+        return None
+    return {"workspace": run.workspace, "command": run.command, "restart_of": run.restart_of}
+
+
+def command_run_from_json(data: object) -> CommandRun | None:
+    """:func:`command_run_to_json` read back; None for anything else (an older server)."""
+    if not isinstance(data, dict):
+        return None
+    workspace, command = data.get("workspace"), data.get("command")
+    previous = data.get("restart_of")
+    if not isinstance(workspace, str) or not isinstance(command, str):
+        return None
+    if not isinstance(previous, int) or isinstance(previous, bool):
+        previous = None
+    return CommandRun(workspace, command, previous)
 
 
 def screen_to_json(screen: ScreenText) -> dict[str, Any]:

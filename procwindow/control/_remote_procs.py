@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import DEFAULT_TOOL, ExitInfo, ExitReason, Proc, ProcState, SpawnOptions
+from ._protocol import command_run_from_json
 
 __all__ = ["RemoteProc"]
 
@@ -74,6 +75,7 @@ class RemoteProc(Proc):
         self._started_mono = now_mono - runtime
         self._exit = exit_
         self._state = ProcState(record.get("state", "running"))
+        self._command_run = command_run_from_json(record.get("command_run"))
         if exit_ is not None:
             self._state = ProcState.EXITED
             self._ended_mono = now_mono

@@ -44,6 +44,7 @@ from ._text import escape_controls, format_runtime, format_size
 from ._topics import Pattern
 from ._types import (
     Clock,
+    CommandRun,
     Event,
     EventKind,
     ExitEvent,
@@ -114,6 +115,7 @@ __all__ = [
     "Command",
     "CommandError",
     "CommandNotFound",
+    "CommandRun",
     "CommandState",
     "Condition",
     "CwdMissing",

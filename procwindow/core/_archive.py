@@ -19,7 +19,7 @@ from ._logdir import LogDir, journal_path, log_file_path
 from ._output import OutputStore, RingBudget
 from ._proc import Proc
 from ._replay import ByteBatch, ByteSink, DiskOutput, encode_lines
-from ._types import Line, ReadBatch, RunBatch, Stream, runs_of
+from ._types import CommandRun, Line, ReadBatch, RunBatch, Stream, runs_of
 
 __all__ = [
     "DEFAULT_HISTORY_AGE",
@@ -354,6 +354,14 @@ class Archive:
         return log_file_path(row.log_dir or self.logs.path, proc_id, stream)
 
     # -- hiding, forgetting, pruning ---------------------------------------------------
+
+    def linked(self, proc: Proc, run: CommandRun) -> None:
+        """``proc`` is a run of a workspace's command: it says so, and so does
+        its row in the history."""
+        proc._set_command_run(run)
+        if self.db is not None:
+            self.db.linked(proc.id, run)
+            self._note_error()
 
     def hide(self, proc_id: int) -> None:
         if self.db is not None:

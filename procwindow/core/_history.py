@@ -29,54 +29,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import _linux
+from ._history_schema import SCHEMA, SCHEMA_VERSION, migrate
 from ._ids import IdCounter
 from ._private import open_private_file, private_dir
+from ._types import CommandRun
 
 __all__ = ["History", "HistoryRow"]
 
 log = logging.getLogger("procwindow")
 
-_SCHEMA_VERSION = 1
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
-    id INTEGER PRIMARY KEY,
-    token TEXT NOT NULL UNIQUE,
-    pid INTEGER NOT NULL,
-    pid_start INTEGER,
-    started_at REAL NOT NULL,
-    seen_at REAL NOT NULL,
-    ended_at REAL
-);
-CREATE TABLE IF NOT EXISTS procs (
-    id INTEGER PRIMARY KEY,
-    run INTEGER,
-    session TEXT NOT NULL,
-    agent TEXT NOT NULL,
-    tool TEXT NOT NULL,
-    argv TEXT NOT NULL,
-    cwd TEXT,
-    env TEXT,
-    graceful_timeout REAL,
-    os_pid INTEGER NOT NULL,
-    started_at REAL NOT NULL,
-    ended_at REAL,
-    code INTEGER,
-    signal INTEGER,
-    reason TEXT,
-    runtime REAL,
-    stdout_bytes INTEGER NOT NULL DEFAULT 0,
-    stderr_bytes INTEGER NOT NULL DEFAULT 0,
-    lines INTEGER NOT NULL DEFAULT 0,
-    cut_bytes INTEGER NOT NULL DEFAULT 0,
-    cut_lines INTEGER NOT NULL DEFAULT 0,
-    disk_bytes INTEGER NOT NULL DEFAULT 0,
-    log_dir TEXT,
-    log_error TEXT,
-    hidden INTEGER NOT NULL DEFAULT 0
-);
-CREATE INDEX IF NOT EXISTS procs_scope ON procs (session, agent, id);
-CREATE INDEX IF NOT EXISTS procs_ended ON procs (ended_at);
-"""
 #: How long a statement waits for another supervisor's lock (the event loop
 #: waits with it); past that, the write is kept and retried.
 _BUSY_MS = 200
@@ -127,6 +88,9 @@ class HistoryRow:
     log_error: str | None
     hidden: bool
     live_run: bool  # its supervisor still runs (it may still be running)
+    workspace: str | None  # with command and restart_of: its CommandRun, if any
+    command: str | None
+    restart_of: int | None
 
 
 #: A proc's supervisor still runs (``r``: its row in ``runs``).
@@ -135,7 +99,7 @@ _COLUMNS = (
     "p.id, p.session, p.agent, p.tool, p.argv, p.cwd, p.env, p.graceful_timeout, p.os_pid, "
     "p.started_at, p.ended_at, p.code, p.signal, p.reason, p.runtime, p.stdout_bytes, "
     "p.stderr_bytes, p.lines, p.cut_bytes, p.cut_lines, p.disk_bytes, p.log_dir, "
-    f"p.log_error, p.hidden, {_LIVE_RUN}"
+    f"p.log_error, p.hidden, {_LIVE_RUN}, p.workspace, p.command, p.restart_of"
 )
 
 
@@ -231,13 +195,15 @@ class History:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version > _SCHEMA_VERSION:
+            if version > SCHEMA_VERSION:
                 raise sqlite3.DatabaseError(
                     f"written by a newer procwindow (schema {version}; this one knows"
-                    f" {_SCHEMA_VERSION})"
+                    f" {SCHEMA_VERSION})"
                 )
-            if version < _SCHEMA_VERSION:
-                db.executescript(_SCHEMA + f"PRAGMA user_version = {_SCHEMA_VERSION};")
+            if 0 < version < SCHEMA_VERSION:
+                migrate(db)
+            elif version < SCHEMA_VERSION:
+                db.executescript(SCHEMA + f"PRAGMA user_version = {SCHEMA_VERSION};")
             db.execute("SELECT count(*) FROM procs").fetchone()
         except BaseException:
             db.close()
@@ -426,6 +392,13 @@ class History:
                 log_error,
                 proc_id,
             ),
+        )
+
+    def linked(self, proc_id: int, run: CommandRun) -> None:
+        """The proc is a run of a workspace's command (after the one it restarted)."""
+        self._write(
+            "UPDATE procs SET workspace=?, command=?, restart_of=? WHERE id=?",
+            (run.workspace, run.command, run.restart_of, proc_id),
         )
 
     def hide(self, proc_id: int) -> None:

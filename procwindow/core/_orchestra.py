@@ -36,6 +36,7 @@ from ._types import EventKind, ExitInfo, Phase
 from ._workspace import Host, Workspace, use_runtime
 
 if TYPE_CHECKING:
+    from ._archive import Archive
     from ._events import EventHub
 
 __all__ = [
@@ -74,6 +75,9 @@ class RunHost(Probed, Protocol):
 
     @property
     def _events(self) -> EventHub: ...
+
+    @property
+    def _archive(self) -> Archive: ...
 
     @property
     def _workspaces(self) -> list[WorkspaceRun]: ...
@@ -288,13 +292,12 @@ class WorkspaceRun:
             slot.last_exit = None
             slot.detail = f"cannot start: {exc}"
             return None
-        previous = slot.proc.id if slot.proc is not None else None
-        slot.proc = proc
-        slot.runs.append(proc.id)
+        link = slot.ran(proc, self.name)
+        self.supervisor._archive.linked(proc, link)  # in the history too: it outlives us
         self._by_proc[proc.id] = slot
         slot.unhealthy = slot.check_gave_up = False
         phase = Phase.STARTING if spec.readiness is not None else Phase.RUNNING
-        self._set(slot, phase, detail=None, previous=previous)
+        self._set(slot, phase, detail=None, previous=link.restart_of)
         slot.stepped()
         return proc
 

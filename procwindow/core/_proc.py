@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import _pty
 from ._text import escape_controls
-from ._types import ExitInfo, ExitReason, ProcState, Stream
+from ._types import CommandRun, ExitInfo, ExitReason, ProcState, Stream
 
 if TYPE_CHECKING:
     from ._disklog import DiskLog
@@ -80,6 +80,7 @@ class Proc:
         "_argv",
         "_child",
         "_cmd",
+        "_command_run",
         "_cwd",
         "_ended_at",
         "_ended_mono",
@@ -134,6 +135,7 @@ class Proc:
         self._record: HistoryRow | None = None
         self._options = options or SpawnOptions()
         self._ready = self._options.ready is None
+        self._command_run: CommandRun | None = None
 
     @classmethod
     def _from_record(cls, row: HistoryRow) -> Proc:
@@ -152,6 +154,8 @@ class Proc:
             graceful_timeout=row.graceful_timeout,
         )
         p._record = row
+        if row.workspace is not None and row.command is not None:
+            p._command_run = CommandRun(row.workspace, row.command, row.restart_of)
         if row.ended_at is not None and row.reason is not None:
             runtime = row.runtime if row.runtime is not None else row.ended_at - row.started_at
             p._ended_at = row.ended_at
@@ -169,6 +173,9 @@ class Proc:
 
     def _attach(self, child: Holder) -> None:
         self._child = child
+
+    def _set_command_run(self, run: CommandRun) -> None:
+        self._command_run = run
 
     def _set_ready(self) -> bool:
         """Its readiness check passed; False if it was ready already."""
@@ -302,6 +309,12 @@ class Proc:
         """True while the link to the supervisor that runs it is down (a remote
         proc's state is then the last one heard); always False in process."""
         return False
+
+    @property
+    def command_run(self) -> CommandRun | None:
+        """Which command of which workspace it is a run of, and the run it
+        restarted; None for a proc no workspace started."""
+        return self._command_run
 
     @property
     def live(self) -> bool:

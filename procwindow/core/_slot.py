@@ -12,7 +12,7 @@ from ._command import Command, Condition, Dependency
 from ._command_state import CommandState
 from ._proc import Proc, format_cmd
 from ._restart import ended
-from ._types import ExitInfo, Phase
+from ._types import CommandRun, ExitInfo, Phase
 
 __all__ = ["FINAL", "Slot", "verdict"]
 
@@ -63,6 +63,14 @@ class Slot:
         self.restart_asked = False  # a person asked for a restart: the next exit is no stop
         self.task: asyncio.Task[None] | None = None
         self.first_step: asyncio.Future[None] | None = None
+
+    def ran(self, proc: Proc, workspace: str) -> CommandRun:
+        """A run of it started as ``proc``: which command of ``workspace`` it
+        is, and the run it follows."""
+        previous = self.proc.id if self.proc is not None else None
+        self.proc = proc
+        self.runs.append(proc.id)
+        return CommandRun(workspace, self.name, previous)
 
     def stepped(self) -> None:
         """Its first step is done: it started, waits, or was settled."""

@@ -13,6 +13,7 @@ from typing import NamedTuple, Protocol
 __all__ = [
     "SYSTEM_CLOCK",
     "Clock",
+    "CommandRun",
     "Event",
     "EventKind",
     "ExitEvent",
@@ -70,6 +71,17 @@ class ExitReason(enum.StrEnum):
     ESCALATED = "escalated"
     LOST = "lost"
     TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandRun:
+    """Which command of which workspace a proc is a run of, and ``restart_of``:
+    the proc of that command's run before it (None for its first run). Kept in
+    the history, so a command's runs stay linked after the supervisor restarts."""
+
+    workspace: str
+    command: str
+    restart_of: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,6 +52,17 @@ class Row(TypedDict):
     session: NotRequired[str]
     agent: NotRequired[str]
     started_at: NotRequired[float | None]
+    command_run: NotRequired[CommandRun]
+
+
+@with_config(_OPEN)
+class CommandRun(TypedDict):
+    """The workspace command a process is a run of; ``restart_of``: the process
+    of that command's run before it (null for its first run)."""
+
+    workspace: str
+    command: str
+    restart_of: int | None
 
 
 @with_config(_OPEN)

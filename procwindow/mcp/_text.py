@@ -111,4 +111,7 @@ def proc_row(p: dict[str, Any], with_scope: bool) -> dict[str, Any]:
         row["session"] = p.get("session")
         row["agent"] = p.get("agent")
     row["cmd"] = cmd
+    run = p.get("command_run")
+    if isinstance(run, dict):  # a run of a workspace's command, linked to the one before
+        row["command_run"] = run
     return row

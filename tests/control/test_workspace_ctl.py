@@ -421,3 +421,41 @@ def test_up_named_commands_starts_them_with_their_dependencies_or_alone(server, 
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(timeout=30) == 0
         serve.stderr.close()
+
+
+@pytest.mark.promise("Workspaces: restart")
+def test_history_links_a_command_s_runs(server, tmp_path):
+    ws_file = tmp_path / "loop.toml"
+    ws_file.write_text(
+        HEAD
+        + command(
+            "crash",
+            "import sys; sys.exit(1)",
+            restart='"on-failure"',
+            backoff="{ initial = 0.1, cap = 0.1 }",
+            max_restarts="1",
+        )
+    )
+    server.ctl("up", str(ws_file))
+    deadline = time.monotonic() + scaled(30)
+    while True:
+        (state,) = json.loads(server.ctl("workspaces", "--json").stdout)[0]["commands"]
+        if state["phase"] == "failed":
+            break
+        assert time.monotonic() < deadline, state
+        time.sleep(0.05)
+    first, second = state["runs"]
+    procs = {p["id"]: p for p in json.loads(server.ctl("history", "--json").stdout)}
+    assert procs[first]["command_run"] == {
+        "workspace": "loop",
+        "command": "crash",
+        "restart_of": None,
+    }
+    assert procs[second]["command_run"] == {
+        "workspace": "loop",
+        "command": "crash",
+        "restart_of": first,
+    }
+    table = server.ctl("history").stdout
+    assert f"[loop/crash, restart of {first}] " in table
+    assert "[loop/crash] " in table

@@ -78,3 +78,40 @@ def test_out_gives_what_read_gives_wherever_its_reads_are_cut(
                 assert got == expected, (since, limit, stream, sizes[:8])
 
     asyncio.run(main())
+
+
+#: Two stderr lines, then stdout lines only: each written once the supervisor
+#: has read what came before (its pipe is empty), so their order is fixed.
+ERR_THEN_OUT = r"""
+    import fcntl, struct, sys, termios, time
+    def drained(f):
+        f.flush()
+        while struct.unpack("i", fcntl.ioctl(f.fileno(), termios.FIONREAD, b"\0" * 4))[0]:
+            time.sleep(0.001)
+    for i in range(2):
+        print(f"err {i}", file=sys.stderr)
+        drained(sys.stderr)
+    for i in range(5):
+        print(f"out {i}")
+        drained(sys.stdout)
+"""
+
+
+def test_a_limit_met_by_a_stream_s_last_lines_reads_to_the_end(tmp_path: Path) -> None:
+    """``out --stream stderr --limit 2`` when those two are the last stderr lines: past
+    the stdout lines after them, at the end of a finished proc (eof), as ``read()``."""
+
+    async def main() -> None:
+        async with Supervisor(log_dir=tmp_path / "logs") as sup:
+            p = await sup.spawn(py(ERR_THEN_OUT), session="s", agent="a")
+            await sup.wait(p.id)
+            await until(lambda: not sup.get(p.id).output_open)
+            batch = sup.read(p.id, 0, limit=2, stream="stderr")
+            assert (batch.cursor, batch.eof) == (7, True)
+            conn = _Collect()
+            want = _handlers_streams.Stream.STDERR
+            await _StreamVerbs(sup)._out_reply(conn, 1, p.id, 0, want, 2)  # type: ignore[arg-type]
+            result = json.loads(conn.data)["result"]
+            assert {k: result[k] for k in out_result(batch)} == out_result(batch)
+
+    asyncio.run(main())
