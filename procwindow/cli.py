@@ -93,7 +93,9 @@ def _attach_configure(parser: argparse.ArgumentParser) -> None:
 def _up_configure(parser: argparse.ArgumentParser) -> None:
     from procwindow.control.serve import add_selection_options
 
-    parser.add_argument("workspace", metavar="FILE", help="a workspace TOML file")
+    parser.add_argument(
+        "workspace", metavar="FILE", help="a workspace file (TOML, or a process-compose YAML file)"
+    )
     add_selection_options(parser)
     add_window_options(parser)
 

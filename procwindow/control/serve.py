@@ -40,7 +40,10 @@ _KILL_WAIT = 5.0
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add serve's options to ``parser``."""
     parser.add_argument(
-        "workspace", nargs="?", metavar="FILE", help="a workspace TOML file to start"
+        "workspace",
+        nargs="?",
+        metavar="FILE",
+        help="a workspace file to start (TOML, or process-compose YAML)",
     )
     add_selection_options(parser)
     parser.add_argument(

@@ -50,6 +50,11 @@ regular file of at most 1 MiB (``MAX_FILE_SIZE``) of UTF-8 text, at most
 Any problem raises one WorkspaceError, a one-line message ``FILE:LINE: KEY:
 message`` (``FILE: KEY: message`` when the line cannot be known). The result is
 a :class:`procwindow.core.Workspace`, which ``start(supervisor)`` runs.
+
+A file named ``*.yaml`` or ``*.yml`` is a process-compose file: :mod:`._compose`
+maps it onto the data above, which is checked as a TOML file's is, with its
+errors placed on the YAML's keys and lines (it needs PyYAML: the ``compose``
+extra).
 """
 
 from __future__ import annotations
@@ -73,10 +78,11 @@ from ..core import (
 )
 from ..core.rules import check_scope_name, check_tool
 from ..core.spec import VERBS
+from ._compose import Places, compose_data, locate
 from ._dotenv import DotenvError, parse_dotenv
 from ._links import LinkError, NoServer, parse_target
 from ._sockdir import check_name
-from ._toml_lines import Key, long_dotted_key
+from ._toml_lines import Key, key_text, long_dotted_key
 from ._workspace_checks import (
     _READY_TIMINGS,
     KeyChecker,
@@ -105,6 +111,8 @@ MAX_COMMANDS = 10_000
 MAX_KEY_PARTS = 16
 
 
+#: A file named so is a process-compose file.
+_YAML_SUFFIXES = (".yaml", ".yml")
 _TOP_KEYS = {"name", "graceful_timeout", "session", "attach", "env_file"}
 #: Top-level keys of other tools' files, said as such (their keys mean other things here).
 _FOREIGN_KEYS = {"processes": "process-compose", "services": "Docker Compose"}
@@ -206,6 +214,8 @@ def parse_workspace(text: str, path: str = "<workspace>") -> Workspace:
         ) from None
     if size > MAX_FILE_SIZE:
         raise WorkspaceError(path, None, "", _too_large(size))
+    if str(path).endswith(_YAML_SUFFIXES):
+        return _ComposeChecker(text, path).compose()
     long_key = long_dotted_key(text, MAX_KEY_PARTS)
     if long_key is not None:
         raise WorkspaceError(
@@ -216,8 +226,6 @@ def parse_workspace(text: str, path: str = "<workspace>") -> Workspace:
     except tomllib.TOMLDecodeError as exc:
         match = re.search(r"line (\d+)", str(exc))
         why = f"invalid TOML: {exc}"
-        if str(path).endswith((".yaml", ".yml")):
-            why = "a workspace is a TOML file; YAML (process-compose, Compose) is not read"
         raise WorkspaceError(path, int(match.group(1)) if match else None, "", why) from None
     except RecursionError:
         raise WorkspaceError(path, None, "", "invalid TOML: nested too deeply") from None
@@ -520,3 +528,26 @@ class _Checker(KeyChecker):
             if "\0" in item:
                 raise self.fail((*key, name), "contains a NUL character")
         return dict(value)
+
+
+class _ComposeChecker(_Checker):
+    """Checks the data a process-compose file maps to, as a TOML file's; its
+    errors name the YAML key each value came from, and its line."""
+
+    def __init__(self, text: str, path: str) -> None:
+        super().__init__(text, path)
+        self.places: Places = {}
+
+    def compose(self) -> Workspace:
+        return self.workspace(compose_data(self.text, self.path, self.places, self.dotenv))
+
+    def dotenv(self) -> dict[str, str]:
+        """The variables of the ``.env`` beside the file (process-compose reads
+        the one where it runs, which is where its file is, as a rule)."""
+        if not os.path.isfile(os.path.join(self.base(), ".env")):
+            return {}
+        return self.env_files({"env_file": ".env"}, ())
+
+    def fail(self, key: Key, message: str) -> WorkspaceError:
+        yaml_key, line = locate(self.places, key)
+        return WorkspaceError(self.path, line, key_text(yaml_key), message)

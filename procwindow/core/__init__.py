@@ -66,6 +66,7 @@ from ._types import (
     runs_of,
 )
 from ._workspace import (
+    MAX_BACKOFF,
     MAX_RESTARTS,
     Backoff,
     Command,
@@ -107,6 +108,7 @@ __all__ = [
     "DEFAULT_TOOL",
     "LINE_MAX",
     "MAX_GRACEFUL_TIMEOUT",
+    "MAX_BACKOFF",
     "MAX_RESTARTS",
     "MIN_LOG_CAP",
     "Backoff",

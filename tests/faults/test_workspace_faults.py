@@ -293,13 +293,13 @@ BAD: dict[str, tuple[str, int | None, str, str]] = {
 }
 
 
-def test_a_yaml_file_is_said_to_be_one(tmp_path):
+def test_a_yaml_file_is_read_as_process_compose(tmp_path):
     path = tmp_path / "process-compose.yaml"
-    path.write_text('version: "0.5"\nprocesses:\n  db:\n    command: postgres\n')
+    path.write_text('version: "0.5"\nprocesses:\n  db:\n    comand: postgres\n')
     with pytest.raises(WorkspaceError) as info:
         load_workspace(path)
     assert str(info.value) == (
-        f"{path}:1: a workspace is a TOML file; YAML (process-compose, Compose) is not read"
+        f"{path}:4: processes.db.comand: unknown key (did you mean 'command'?)"
     )
 
 
