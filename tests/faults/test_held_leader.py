@@ -116,9 +116,10 @@ def test_a_held_leader_s_pid_is_not_reused_after_its_last_member_dies() -> None:
                 f.write(str(proc.os_pid - 1))
             taker = subprocess.Popen(["true"])
             taker.wait()
-            assert taker.pid != proc.os_pid
-            assert _state(proc.os_pid) == "Z"
-            assert await _gone(proc.os_pid, within=10)
+            seen = (proc.os_pid, _state(proc.os_pid), member, _state(member), taker.pid)
+            assert taker.pid != proc.os_pid, seen
+            assert _state(proc.os_pid) == "Z", seen
+            assert await _gone(proc.os_pid, within=10), seen
 
     asyncio.run(main())
 
