@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlsplit
 from ..core import ProcwindowError
 from ._protocol import PROTOCOL_VERSION
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
+from ._ssh_master import Master, acquire, release
 from .aclient import READ_LIMIT, AsyncClient
 from .client import CannotConnect, ServerError
 
@@ -358,32 +359,65 @@ class SshLink:
             remote_procwindow or os.environ.get(REMOTE_ENV) or "procwindow"
         ).strip()
         self._procs: set[_SshProcess] = set()
+        #: The host's ssh master this link's connections ride on (``_ssh_master``).
+        self._master: Master | None = None
+        self._closed = False
 
     @property
     def where(self) -> str:
         return str(self.target)
 
-    def argv(self) -> list[str]:
-        """The ssh command line of one connection."""
+    def _options(self) -> list[str]:
+        """The ssh command and its options, up to the host."""
         t = self.target
         argv = [*self.ssh_command, *_SSH_DEFAULTS]
         if t.port:
             argv += ["-p", str(t.port)]
         if t.user:
             argv += ["-l", t.user]
+        return argv
+
+    def argv(self, via: Sequence[str] = ()) -> list[str]:
+        """The ssh command line of one connection (``via``: on a master)."""
+        t = self.target
         remote = [*shlex.split(self.remote_procwindow), "ctl", "bridge", t.name]
         assert t.host is not None
-        return [*argv, "--", t.host, shlex.join(remote)]
+        return [*self._options(), *via, "--", t.host, shlex.join(remote)]
+
+    async def _via(self) -> list[str]:
+        """The options that put the next connection on the host's master; none
+        (a connection of its own) where no master can be had."""
+        master = self._master
+        if master is not None and not master.alive:  # the link was cut
+            self._master = None
+            await release(master)
+            master = None
+        if master is None:
+            assert self.target.host is not None
+            master = await acquire(tuple(self._options()), self.target.host, CONNECT_TIMEOUT)
+            if self._closed:  # closed while the master started: it is not ours to keep
+                if master is not None:
+                    await release(master)
+                raise LinkError(f"{self.where}: the link is closed")
+            if self._master is not None:  # an open beside this one took it first
+                if master is not None:
+                    await release(master)
+                master = self._master
+            self._master = master
+        return master.options() if master is not None else []
 
     async def open(self) -> AsyncClient:
         loop = asyncio.get_running_loop()
+        if self._closed:
+            raise LinkError(f"{self.where}: the link is closed")
+        via = await self._via()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
                 # As fast as posix_spawn and thread-free; asyncio's subprocesses
                 # would start a watcher thread per ssh on Python 3.11.
                 proc = subprocess.Popen(  # noqa: ASYNC220
-                    self.argv(),
+                    self.argv(via),
                     stdin=theirs.fileno(),
                     stdout=theirs.fileno(),
                     stderr=subprocess.PIPE,
@@ -448,13 +482,21 @@ class SshLink:
         return LinkError(f"ssh {host}: the bridge ended (exit status {status}): {why}")
 
     async def aclose(self) -> None:
+        self._closed = True
         procs = list(self._procs)
         if procs:
             await asyncio.gather(*(p.finish() for p in procs), return_exceptions=True)
+        master, self._master = self._master, None
+        if master is not None:
+            await release(master)
 
     def pids(self) -> list[int]:
-        """The pids of its ssh processes now (tests cut the link by killing them)."""
-        return [p.proc.pid for p in self._procs if not p.done.done()]
+        """The pids of its ssh processes now, its master's first (tests cut the
+        link by killing them)."""
+        pids = [p.proc.pid for p in self._procs if not p.done.done()]
+        if self._master is not None and self._master.proc.poll() is None:
+            pids.insert(0, self._master.proc.pid)
+        return pids
 
 
 def make_link(

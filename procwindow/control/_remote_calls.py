@@ -119,7 +119,7 @@ class _Calls:
             self.check_link()
             generation = self._generation
             client = self._idle.pop() if self._idle else None
-            self._keep_spare()
+            self.keep_spare()
             if client is None:
                 try:
                     client = await self.link.open()
@@ -167,7 +167,7 @@ class _Calls:
             client.abort()
             self.clients.discard(client)
 
-    def _keep_spare(self) -> None:
+    def keep_spare(self) -> None:
         """Over ssh a new connection takes a handshake and a remote start (a
         second or so): keep one open ahead, so that a ``term`` never waits for it."""
         if (

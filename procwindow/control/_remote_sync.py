@@ -365,6 +365,9 @@ class _Life:
         """Subscribe, take the snapshot, apply it; the events stream."""
         calls = self._calls
         calls.linking = True
+        # The first request's connection opens beside the events' (over ssh each
+        # starts a bridge on the host: at once, not one after the other).
+        calls.keep_spare()
         client: AsyncClient | None = None
         stream: Messages | None = None
         try:

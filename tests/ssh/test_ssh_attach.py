@@ -179,3 +179,42 @@ def test_failures_are_one_line(sshd: Sshd, server: Server, tmp_path: Path) -> No
         assert "refused" in str(ssh_failed.value).lower()
 
     asyncio.run(scenario())
+
+
+def _connections_to(port: int) -> int:
+    """Established TCP connections from this machine's clients to ``port``."""
+    import psutil
+
+    return sum(
+        1
+        for c in psutil.net_connections("tcp")
+        if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+    )
+
+
+def test_every_connection_to_a_host_rides_one_ssh(sshd: Sshd, server: Server) -> None:
+    """An attached server takes several connections; a second attach to the same
+    host takes more: all of them ride one ssh connection (a master of ours), which
+    goes with the last of them."""
+
+    async def scenario() -> None:
+        first = await attach(sshd, server)
+        second = await attach(sshd, server)
+        try:
+            p = await second.spawn(["echo", "over one ssh"], session="s1", agent="a1")
+            lines = await read_all(first, p.id)
+            assert [ln.text for ln in lines] == ["over one ssh"]
+            assert len(first.link.pids()) > 2  # the master and its connections
+            assert _connections_to(sshd.port) == 1
+            (master,) = {first.link.pids()[0], second.link.pids()[0]}
+        finally:
+            await first.close()
+        # The second one's connections still ride it.
+        assert second.connected and master in second.link.pids()
+        q = await second.spawn(["echo", "still"], session="s1", agent="a1")
+        assert [ln.text for ln in await read_all(second, q.id)] == ["still"]
+        await second.close()
+        assert _connections_to(sshd.port) == 0
+        assert not os.path.exists(f"/proc/{master}")
+
+    asyncio.run(scenario())
