@@ -14,6 +14,9 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from PySide6.QtCore import Property, QObject, QSize, Qt, QTimer, Signal
 
+from procwindow.core import InvalidScope
+from procwindow.core.rules import check_scope_name, scope_pattern
+
 if TYPE_CHECKING:
     from procwindow.core import Event, Subscription, SupervisorAPI
 
@@ -30,6 +33,7 @@ __all__ = [
     "plural",
     "qt_property",
     "resolve_supervisor",
+    "scope_events",
     "scope_properties",
     "set_default_supervisor",
     "set_stored",
@@ -124,6 +128,18 @@ def scope_properties(session_changed: Signal, agent_changed: Signal) -> tuple[st
     agent = Property(str, lambda self: self._agent, set_agent, notify=agent_changed)
     # Typed as the values they hold, for Python callers (see qt_property).
     return cast(str, session), cast(str, agent)
+
+
+def scope_events(session: str, agent: str) -> str | None:
+    """The event pattern of the procs of ``(session, agent)`` (``agent == ""``:
+    any agent), or None when they are no names that can hold processes."""
+    try:
+        check_scope_name("session", session)
+        if agent:
+            check_scope_name("agent", agent)
+    except InvalidScope:
+        return None
+    return scope_pattern(session, agent or None)
 
 
 def connect_all(connections: list[tuple[Any, Callable[..., None]]]) -> list[Callable[[], None]]:

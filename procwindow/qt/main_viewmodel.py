@@ -334,7 +334,9 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             texts = ("No scope selected", "Select a session or an agent on the left.")
         else:
             where = "" if agent else " across all agents"
-            count = plural(self._host.overview_model.count, "process", "processes")
+            # Processes, as the tree counts them: a command's earlier runs too.
+            overview = self._host.overview_model
+            count = plural(overview.count + overview.foldedCount, "process", "processes")
             summary = count + where + _HINT
             if not host.connected:
                 summary = f"disconnected from {host.label}, reconnecting  ·  {summary}"

@@ -206,6 +206,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """Hear the models, the pane, the controller and the active scope."""
         procs, history, pane = self._procs, self._history, self._pane
         procs.titleChanged.connect(self.windowTitleChanged)
+        procs.runFolded.connect(self._settle_later.start)
         for model in (procs, history):
             for signal in (model.modelReset, model.rowsRemoved, model.rowsInserted):
                 signal.connect(self._settle_later.start)
@@ -354,6 +355,8 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         if self._follow >= 0 and self._procs.rowOf(self._follow) >= 0:
             self._follow, follow = -1, self._follow
             self.stream(follow)
+        if not self._show_history:
+            self._to_command_row()
         rows = self._rows()
         if rows.rowOf(self._output.procId) < 0:
             self._output.procId = -1
@@ -365,6 +368,20 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._gone_row = -1
         if self._output.procId < 0 and self._current >= 0:
             self.stream(self._current)
+
+    def _to_command_row(self) -> None:
+        """A run folded behind its workspace command's row (a restart took the
+        row, or the earlier runs were hidden): the row stands for it, so the
+        stream and the selection move to what the row shows."""
+        procs, streaming, current = self._procs, self._output.procId, self._current
+        if (
+            streaming >= 0
+            and procs.rowOf(streaming) < 0
+            and (row := procs.rowShowing(streaming)) >= 0
+        ):
+            self.stream(procs.procIdAt(row))
+        elif current >= 0 and procs.rowOf(current) < 0 and (row := procs.rowShowing(current)) >= 0:
+            self.currentProcId = procs.procIdAt(row)
 
     def _note_removal(self, model: ProcModel | HistoryModel, first: int, last: int) -> None:
         """Rows ``first..last`` of ``model`` go: where the current one stood, if it goes."""

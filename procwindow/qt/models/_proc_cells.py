@@ -99,9 +99,10 @@ class ProcCells:
         As of this era."""
         if row.phase_era != self.era:
             row.phase_era = self.era
-            row.phase_text = row.workspace_tip = ""
+            row.phase_text = row.phase_word = row.workspace_tip = ""
             state = command_state(self._sup, row.proc.id)
             if state is not None and state.proc_id == row.proc.id:
+                row.phase_word = state.phase.value
                 row.phase_text = state.describe(self.now)
                 row.workspace_tip = f"{row.phase_text}\n{depends_text(state)}"
         return row.phase_text, row.workspace_tip
@@ -245,7 +246,36 @@ class ProcCells:
             case ProcRole.SAMPLES:
                 h = self._sampler.history(p.id)
                 return h.count if h is not None else 0
+        return self._fold_value(row, role)
+
+    def _fold_value(self, row: ProcRow, role: int) -> object:
+        """The roles of a workspace command's row: its name, its runs."""
+        fold = row.fold
+        earlier = fold.earlier if fold is not None and not row.depth else ()
+        match role:
+            case ProcRole.COMMAND_NAME:
+                return fold.key[1] if fold is not None else ""
+            case ProcRole.RESTART_COUNT:
+                return len(earlier)
+            case ProcRole.RUNS_SHOWN:
+                return bool(earlier) and fold is not None and fold.expanded
+            case ProcRole.EARLIER_RUN:
+                return row.depth > 0
+            case ProcRole.RUN_TEXT:
+                return self.run_text(row)
         return None
+
+    def run_text(self, row: ProcRow) -> str:
+        """What a command's row says after its name: the phase of the command
+        (``ready``, ``restarting``…) for its newest run, ``run 2`` for an earlier one."""
+        fold = row.fold
+        if fold is None:
+            return ""
+        if not row.depth:
+            self.phase(row)
+            return row.phase_word
+        runs = fold.earlier
+        return f"run {len(runs) - runs.index(row)}" if row in runs else ""
 
     def display(self, row: ProcRow, column: int) -> str:
         """The text of the cell at ``column`` (empty for ``actions``)."""
@@ -259,7 +289,7 @@ class ProcCells:
             case ProcColumn.AGENT:
                 return row.proc.agent
             case ProcColumn.TOOL:
-                return row.proc.tool
+                return row.label
             case ProcColumn.STATUS:
                 return row.status_text
             case ProcColumn.RUNTIME:

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
 
 from procwindow.core import Event, EventKind, ExitInfo, Proc, ProcState
 
@@ -45,8 +45,10 @@ __all__ = [
     "STATE_SORT",
     "STATS_SORT",
     "EventDigest",
+    "Fold",
     "ProcRow",
     "ProcRows",
+    "RowStep",
     "RowValues",
     "ranges",
 ]
@@ -105,7 +107,23 @@ class ProcRow:
     runtime: float = 0.0
     phase_era: int = -1
     phase_text: str = ""
+    phase_word: str = ""
     workspace_tip: str = ""
+    # The runs of its workspace command in this table (None: no command's), and
+    # 1 for an earlier run shown under the command's row (which its order follows).
+    fold: Fold | None = None
+    depth: int = 0
+
+    @property
+    def lead(self) -> ProcRow:
+        """The row it sorts with: its command's row for an earlier run, else itself."""
+        fold = self.fold
+        return fold.head if self.depth and fold is not None and fold.head is not None else self
+
+    @property
+    def label(self) -> str:
+        """What its command cell names: its workspace command, or its tool."""
+        return self.fold.key[1] if self.fold is not None else self.proc.tool
 
     @classmethod
     def of(cls, proc: Proc) -> ProcRow:
@@ -126,6 +144,29 @@ class ProcRow:
     def _describe(self) -> None:
         self.status_text = status_text(self.state, self.exit)
         self.status_color = status_color(self.state, self.exit)
+
+
+@dataclass(slots=True, eq=False)
+class Fold:
+    """The runs of one workspace command (``key``: its workspace and name) in a
+    table: one row, its newest run (``head``), with the ``earlier`` ones (newest
+    first) hidden, or shown under it while ``expanded``."""
+
+    key: tuple[str, str]
+    head: ProcRow | None = None
+    earlier: list[ProcRow] = field(default_factory=list)
+    expanded: bool = False
+
+
+class RowStep(NamedTuple):
+    """One change of the rows, for views: ``insert`` (``rows`` at ``first``),
+    ``remove`` (``first`` to ``last``), ``changed`` (rows ``first`` to ``last``
+    show other values) or ``folded`` (proc ``first``'s row now shows proc ``last``)."""
+
+    kind: str
+    first: int
+    last: int
+    rows: tuple[ProcRow, ...] = ()
 
 
 class RowValues(Protocol):
@@ -162,6 +203,7 @@ class EventDigest:
     changed: set[int]  # a state or workspace phase changed: refresh the row
     dismissed: set[int]
     phased: set[int]  # the workspace texts of the row changed
+    learned: list[int] = field(default_factory=list)  # shown rows found to be a command's
 
 
 def _neg_order(row: ProcRow) -> int:
@@ -282,7 +324,8 @@ class ProcRows:
     def place_of(self, row: ProcRow) -> int:
         """Where a new row goes: in its predecessor's row for a restart told to
         ``keep_place`` (taking its order), else at its place in the order."""
-        at = self.row_of(self.places.get(row.proc.id, -1))
+        # A command's run keeps no other row's place: its command's row is its place.
+        at = -1 if row.fold is not None else self.row_of(self.places.get(row.proc.id, -1))
         if self.sort_column is not None:
             if at >= 0:
                 predecessor = self.rows[at]
@@ -298,8 +341,13 @@ class ProcRows:
 
     def insert(self, at: int, row: ProcRow) -> None:
         """Put ``row`` at ``at`` (see :meth:`place_of`)."""
-        self.rows.insert(at, row)
+        self.insert_rows(at, (row,))
+
+    def insert_rows(self, at: int, rows: Sequence[ProcRow]) -> None:
+        """Put ``rows`` at ``at``, in that order; those that run are counted."""
+        self.rows[at:at] = rows
         self._from_end = None
+        self.running.update(r.proc.id for r in rows if r.exit is None)
 
     def move(self, row: int, before: int) -> None:
         """Move ``row`` before row ``before`` (numbered as the rows are now, as
@@ -378,6 +426,8 @@ class ProcRows:
         if row < 0 or target < 0:
             return None
         moving = self.rows[row]
+        if moving.fold is not None:  # its command's row is its place already
+            return None
         moving.order = self.rows[target].order
         if self.sort_column is not None:
             moving.key = self._key_before(moving, self.rows[target])
@@ -425,7 +475,7 @@ class ProcRows:
         if not self.places:
             return
         # In the order the restarts happened, as keep_place would have moved them.
-        by_id = {r.proc.id: r for r in rows}
+        by_id = {r.proc.id: r for r in rows if r.fold is None}
         for proc_id in sorted(self.places.keys() & by_id.keys()):
             predecessor = by_id.get(self.places[proc_id])
             if predecessor is None:
@@ -444,7 +494,7 @@ class ProcRows:
             case ProcColumn.AGENT:
                 return r.proc.agent.casefold()
             case ProcColumn.TOOL:
-                return (r.proc.tool.casefold(), r.cmd)
+                return (r.label.casefold(), r.cmd)
             case ProcColumn.STATUS:
                 return (_STATE_RANK[r.state], r.status_text)
             case ProcColumn.RUNTIME:
@@ -458,8 +508,9 @@ class ProcRows:
 
     def _sort_key(self, r: ProcRow) -> tuple[Any, ...]:
         # Ties keep the default order (newest first, restarts above their
-        # predecessor) in both directions; the id makes every key distinct.
-        value = self._sort_value(r)
+        # predecessor) in both directions; the id makes every key distinct. An
+        # earlier run takes its command's value and order: it stays right under it.
+        value = self._sort_value(r.lead)
         if self.descending:
             return (value, r.order, r.proc.id)
         return (value, -r.order, -r.proc.id)

@@ -16,8 +16,7 @@ from collections.abc import Iterable
 from PySide6.QtCore import QAbstractTableModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, InvalidScope, Proc, ProcNotFound, SupervisorAPI
-from procwindow.core.rules import check_scope_name, scope_pattern
+from procwindow.core import Event, Proc, ProcNotFound, SupervisorAPI
 
 from .._support import (
     EventPump,
@@ -25,12 +24,14 @@ from .._support import (
     empty_data,
     qt_property,
     resolve_supervisor,
+    scope_events,
     scope_properties,
 )
 from .._ticker import TICK_INTERVAL_MS, Ticker, shared_ticker
 from ..sampler import Drawing, RowSampler, StatsHistory
+from ._folding import FoldingRows, command_key
 from ._proc_cells import ProcCells
-from ._proc_rows import RUNTIME_SORT, STATE_SORT, STATS_SORT, ProcRow, ProcRows, ranges
+from ._proc_rows import RUNTIME_SORT, STATE_SORT, STATS_SORT, ProcRow, RowStep, ranges
 from .roles import (
     AGENT_COLUMNS,
     COLUMN_TITLES,
@@ -68,17 +69,6 @@ REORDER_QUIET_MS = 500
 #: Running rows off screen whose latest CPU and memory are read per tick while the
 #: table is sorted by one of them (in turn, so that each climbs into view in time).
 OFFSCREEN_SAMPLES = 32
-
-
-def _valid_scope(session: str, agent: str) -> bool:
-    """Whether ``(session, agent)`` can hold processes (``agent == ""``: any agent)."""
-    try:
-        check_scope_name("session", session)
-        if agent:
-            check_scope_name("agent", agent)
-    except InvalidScope:
-        return False
-    return True
 
 
 @QmlElement
@@ -133,6 +123,11 @@ class ProcModel(QAbstractTableModel):
     with it). ``data()`` reads no clock and walks no workspace: what changes
     with time is computed once per tick or batch of events (``_proc_cells``).
 
+    **Workspace commands.** A command's runs fold into one row (``_folding``), its
+    newest run's, named ``commandName``; ``restartCount`` counts the earlier runs,
+    ``toggleRuns(procId)`` shows them under it (``earlierRun``, ``runText``) or
+    hides them (``foldedCount``). ``runFolded``: a newer run took a proc's row.
+
     >>> model = ProcModel(sup, "build")  # doctest: +SKIP
     >>> model.title, model.columnNames  # doctest: +SKIP
     ('Processes - build', ['pid', 'agent', 'tool', 'status', 'runtime', 'actions'])
@@ -148,6 +143,8 @@ class ProcModel(QAbstractTableModel):
     sortChanged = Signal()
     orderHeldChanged = Signal()
     reorderPendingChanged = Signal()
+    runFolded = Signal(int, int)
+    """A command's newer run took the row of proc ``procId`` (folded behind it)."""
 
     def __init__(
         self,
@@ -168,7 +165,7 @@ class ProcModel(QAbstractTableModel):
         stats = self._ticker.stats_reader(self._sup, object())
         self._sampler = RowSampler(stats, self._ticker.interval)
         self._cells = ProcCells(self._sup, self._sampler)
-        self._rows = ProcRows(self._cells)
+        self._rows = FoldingRows(self._cells, functools.partial(command_key, self._sup))
         self._held = False
         self._lifeline = Lifeline(self)
         self._pump: EventPump | None = None
@@ -221,6 +218,8 @@ class ProcModel(QAbstractTableModel):
     """The ``session`` shown ("" for none) and ``agent`` ("" for every agent of it)."""
     count = qt_property(int, _get_count, notify=countChanged)
     """The number of rows."""
+    foldedCount = qt_property(int, lambda self: self._rows.counts[1], notify=countChanged)
+    """The earlier runs hidden behind their workspace command's row (each a process too)."""
     title = qt_property(str, _get_title, notify=titleChanged)
     """The window title: ``Processes - {session}/{agent}`` or ``Processes - {session}``."""
     columnNames = qt_property(list, _get_column_names, notify=columnNamesChanged)
@@ -239,7 +238,7 @@ class ProcModel(QAbstractTableModel):
         """Show ``(session, agent)``; one model reset, and only if it changed."""
         if (session, agent) == (self._session, self._agent):
             return
-        old = (self._session, self._agent, self._get_title(), self._columns, len(self._rows))
+        old = (self._session, self._agent, self._get_title(), self._columns, self._rows.counts)
         sort = self._rows.sort_column
         pending = self._rows.pending
         self.beginResetModel()
@@ -259,20 +258,15 @@ class ProcModel(QAbstractTableModel):
             self.titleChanged.emit()
         if old[3] != self._columns:
             self.columnNamesChanged.emit()
-        if old[4] != len(self._rows):
+        if old[4] != self._rows.counts:
             self.countChanged.emit()
-
-    def _pattern(self) -> str | None:
-        if not _valid_scope(self._session, self._agent):
-            return None
-        return scope_pattern(self._session, self._agent or None)
 
     def _attach(self) -> None:
         self._columns = self._cells.columns = AGENT_COLUMNS if self._agent else SESSION_COLUMNS
         rows = self._rows
         if rows.sort_column not in self._columns:  # the Agent column went
             rows.sort_column, rows.descending = None, False
-        pattern = self._pattern()
+        pattern = scope_events(self._session, self._agent)
         procs: list[Proc] = []
         if pattern is not None:
             # Subscribe before taking the snapshot, so that nothing falls between
@@ -342,6 +336,18 @@ class ProcModel(QAbstractTableModel):
     def procIdAt(self, row: int) -> int:
         """The proc id at ``row``, or -1."""
         return self._rows.proc_id_at(row)
+
+    @Slot(int, result=int)
+    def rowShowing(self, procId: int) -> int:
+        """The row that shows proc ``procId``: its own, or (an earlier run folded
+        behind it) its workspace command's; -1."""
+        return self._rows.showing(procId)
+
+    @Slot(int)
+    def toggleRuns(self, procId: int) -> None:
+        """Show the earlier runs of the command in proc ``procId``'s row under
+        it (``restartCount`` of them), or hide them again."""
+        self._play(self._rows.toggle(procId))
 
     # -- order -------------------------------------------------------------------
 
@@ -529,65 +535,65 @@ class ProcModel(QAbstractTableModel):
         if any(ev.missed for ev in events):
             self._resync()
             return
-        count = len(self._rows)
         digest = self._rows.digest(events)
         if digest.started:
             self._insert(digest.started)
+        if digest.learned:  # rows that turned out to be a workspace command's runs
+            self._play(self._rows.relearn(digest.learned))
         if digest.changed:
             self._announce_state(self._rows.catch_up(self._rows.rows_of(digest.changed)))
-        if digest.phased:  # the Status cell's workspace texts
-            status = self._columns.index(ProcColumn.STATUS)
+        if digest.phased:  # the workspace texts of the Tool and Status cells
+            tool, status = map(self._columns.index, (ProcColumn.TOOL, ProcColumn.STATUS))
             for row in self._rows.rows_of(digest.phased):
-                index = self.index(row, status)
-                self.dataChanged.emit(index, index, PHASE_ROLES)
+                self.dataChanged.emit(self.index(row, tool), self.index(row, status), PHASE_ROLES)
         if digest.dismissed:
-            self._remove(digest.dismissed)
-        if len(self._rows) != count:
-            self.countChanged.emit()
+            self._play(self._rows.leave(digest.dismissed))
+            self._sampler.forget(digest.dismissed)
         self._settle_order()
         self._update_timer()
 
     def _insert(self, proc_ids: list[int]) -> None:
-        rows = self._rows
         new: dict[int, Proc] = {}
         for proc_id in proc_ids:
-            if proc_id in new or rows.row_of(proc_id) >= 0:
+            if proc_id in new or self._rows.showing(proc_id) >= 0:
                 continue
             try:
                 new[proc_id] = self._sup.get(proc_id)
             except ProcNotFound:  # dismissed before we heard of it
                 continue
-        if not new:
-            return
-        added = rows.new_rows(new.values())
-        if rows.fit_on_top(added):  # the usual case: one insert at the top
-            self.beginInsertRows(ROOT, 0, len(added) - 1)
-            rows.put_on_top(added)
-            self.endInsertRows()
-            return
-        for r in reversed(added):  # oldest first: a restart's predecessor comes before it
-            at = rows.place_of(r)
-            self.beginInsertRows(ROOT, at, at)
-            rows.insert(at, r)
-            self.endInsertRows()
+        if new:
+            self._play(self._rows.arrive(new.values()))
 
-    def _remove(self, proc_ids: set[int]) -> None:
-        # Bottom-up, so that the row numbers of the runs still to remove hold.
-        for first, last in reversed(ranges(self._rows.rows_of(proc_ids))):
-            self.beginRemoveRows(ROOT, first, last)
-            gone = self._rows.remove(first, last)
-            self._sampler.forget(r.proc.id for r in gone)
-            self.endRemoveRows()
+    def _play(self, steps: Iterable[RowStep]) -> None:
+        """Tell the views of each change of the rows, and make it, in turn (see ``_folding``)."""
+        counts, last_column = self._rows.counts, len(self._columns) - 1
+        for step in steps:
+            match step.kind:
+                case "insert":
+                    self.beginInsertRows(ROOT, step.first, step.last)
+                    self._rows.insert_rows(step.first, step.rows)
+                    self.endInsertRows()
+                case "remove":
+                    self.beginRemoveRows(ROOT, step.first, step.last)
+                    self._rows.remove(step.first, step.last)
+                    self.endRemoveRows()
+                case "changed":
+                    first, last = self.index(step.first, 0), self.index(step.last, last_column)
+                    self.dataChanged.emit(first, last, [])
+                case _:
+                    self.runFolded.emit(step.first, step.last)
+        if self._rows.counts != counts:
+            self.countChanged.emit()
 
     def _resync(self) -> None:
         """Events were lost (a full queue): start over from the supervisor's list."""
-        count, pending = len(self._rows), self._rows.pending
+        counts, pending = self._rows.counts, self._rows.pending
         self.beginResetModel()
         self._rows.reset(self._sup.procs(self._session, self._agent or None))
         self._sampler.keep_only({r.proc.id for r in self._rows.rows})
         self.endResetModel()
         if pending:
             self.reorderPendingChanged.emit()
-        if len(self._rows) != count:
+        if self._rows.counts != counts:
             self.countChanged.emit()
         self._update_timer()

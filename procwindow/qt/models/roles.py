@@ -86,6 +86,11 @@ class ProcRole(enum.IntEnum):
     STATUS_LABEL = enum.auto()
     STATUS_TIP = enum.auto()
     STATUS_TINT = enum.auto()
+    COMMAND_NAME = enum.auto()
+    RESTART_COUNT = enum.auto()
+    RUNS_SHOWN = enum.auto()
+    EARLIER_RUN = enum.auto()
+    RUN_TEXT = enum.auto()
 
 
 PROC_ROLE_NAMES: dict[int, QByteArray] = {
@@ -124,6 +129,11 @@ PROC_ROLE_NAMES: dict[int, QByteArray] = {
     ProcRole.STATUS_LABEL: QByteArray(b"statusLabel"),
     ProcRole.STATUS_TIP: QByteArray(b"statusTip"),
     ProcRole.STATUS_TINT: QByteArray(b"statusTint"),
+    ProcRole.COMMAND_NAME: QByteArray(b"commandName"),
+    ProcRole.RESTART_COUNT: QByteArray(b"restartCount"),
+    ProcRole.RUNS_SHOWN: QByteArray(b"runsShown"),
+    ProcRole.EARLIER_RUN: QByteArray(b"earlierRun"),
+    ProcRole.RUN_TEXT: QByteArray(b"runText"),
 }
 
 
@@ -148,8 +158,9 @@ STATE_ROLES = [
     ProcRole.MEMORY_TEXT,
     ProcRole.STATS_LIVE,
 ]
-#: Roles that change with what a workspace does with a proc (on the Status column).
+#: Roles that change with what a workspace does with a proc (on the Tool and Status columns).
 PHASE_ROLES = [
+    ProcRole.RUN_TEXT,
     ProcRole.PHASE_TEXT,
     ProcRole.WORKSPACE_TIP,
     ProcRole.STATUS_LABEL,

@@ -56,9 +56,13 @@ class SessionModel(QAbstractItemModel):
     """The tree of sessions and their agents, with live process counts.
 
     Top-level rows are sessions, their children agents, in the order first
-    seen (declared with ``addSession``, or met in the supervisor's events);
+    seen (declared with ``addSession``, met in the supervisor's events, or named
+    by a running workspace's command, before its first proc starts);
     nodes are never removed, so rows never move. ``running`` and ``total`` count
-    processes (a session: over all its agents), ``label`` reads
+    processes, not table rows (a session: over all its agents): a workspace
+    command's earlier runs, folded into its one row in the process table, count
+    in ``total`` each, as the supervisor holds them (they have exited: none
+    counts as running), ``label`` reads
     ``"build  2/5"`` (running/total; just the name while empty) and is also
     ``display``; ``countText`` is the count alone (``2/5``, "" while empty).
     Counts follow start/exit/dismiss events; a lost event (a full queue)
@@ -240,6 +244,8 @@ class SessionModel(QAbstractItemModel):
                     known = self._procs.pop(ev.proc_id, None)
                     if known is not None:
                         self._add(known[0], ScopeCounts(-1 if known[1] else 0, -1), dirty)
+                case EventKind.PHASE:  # a workspace's command, maybe waiting to start
+                    self._agent_node(ev.session, ev.agent)
                 case _:
                     pass
         self._announce(dirty.values())
@@ -263,6 +269,9 @@ class SessionModel(QAbstractItemModel):
         self._procs.clear()
         for p in reversed(procs):  # oldest first: sessions appear in start order
             self._procs[p.id] = (self._agent_node(p.session, p.agent), p.running)
+        for run in self._sup.workspaces:  # commands that have not started yet
+            for state in run.states():
+                self._agent_node(state.session, state.agent)
         tree = count_scopes(procs)
         for session in self._sessions:
             agents = tree.get(session.session, {})

@@ -370,13 +370,22 @@ FocusScope {
                 roleValue: "tool"
                 Cell {
                     id: toolCell
-                    required property string tool
+                    // The tool, or the name of the workspace command that ran it.
+                    required property string display
                     required property string command
-                    // The whole command, which the cell elides (read by tests).
+                    required property string commandName
+                    // A command's row: how many earlier runs fold behind it, and
+                    // whether they show under it; an earlier run shown so.
+                    required property int restartCount
+                    required property bool runsShown
+                    required property bool earlierRun
+                    // The command's phase ("ready"), or "run 2" for an earlier run.
+                    required property string runText
+                    // The whole command line, which the cell elides or names (read by tests).
                     readonly property string toolTipText: command
 
                     HoverHandler { id: toolHover }
-                    ToolTip.visible: toolHover.hovered && toolCell.command.length > 0
+                    ToolTip.visible: toolHover.hovered && !runsButton.hovered && toolCell.command.length > 0
                     ToolTip.delay: 500
                     ToolTip.text: toolCell.toolTipText
 
@@ -384,18 +393,79 @@ FocusScope {
                         anchors.fill: parent
                         spacing: Theme.spacing
                         clip: true
+                        // An earlier run hangs under its command's row.
+                        leftPadding: toolCell.earlierRun ? 6 : 0
                         Text {
-                            id: toolName
+                            visible: toolCell.earlierRun
                             height: parent.height
-                            text: toolCell.tool
-                            color: Theme.text
+                            text: "↳"
+                            color: Theme.textFaint
                             font.pixelSize: Theme.fontSize
                             verticalAlignment: Text.AlignVCenter
                         }
+                        // "▸ ↻ 3": the command restarted; a click shows its earlier runs.
+                        AbstractButton {
+                            id: runsButton
+                            objectName: "runsButton-" + toolCell.procId
+                            readonly property string runs: toolCell.restartCount === 1
+                                ? qsTr("1 earlier run") : qsTr("%1 earlier runs").arg(toolCell.restartCount)
+                            readonly property string toolTipText: toolCell.runsShown
+                                ? qsTr("Hide the %1").arg(runs)
+                                : qsTr("Restarted: show the %1 under this one").arg(runs)
+                            visible: toolCell.restartCount > 0
+                            anchors.verticalCenter: parent.verticalCenter
+                            focusPolicy: Qt.NoFocus
+                            hoverEnabled: true
+                            padding: 0
+                            leftPadding: 5
+                            rightPadding: 6
+                            implicitHeight: 20
+                            implicitWidth: leftPadding + rightPadding + runsText.implicitWidth
+                            text: toolTipText
+                            Accessible.name: toolTipText
+                            ToolTip.visible: hovered
+                            ToolTip.delay: 500
+                            ToolTip.text: toolTipText
+                            onClicked: table.procModel.toggleRuns(toolCell.procId)
+
+                            contentItem: Text {
+                                id: runsText
+                                objectName: "runsText-" + toolCell.procId
+                                text: (toolCell.runsShown ? "▾" : "▸") + " ↻ " + toolCell.restartCount
+                                color: toolCell.runsShown || runsButton.hovered ? Theme.text : Theme.warning
+                                font.family: Theme.monoFamily
+                                font.pixelSize: Theme.smallFontSize
+                                horizontalAlignment: Text.AlignHCenter
+                                verticalAlignment: Text.AlignVCenter
+                            }
+                            background: Rectangle {
+                                radius: 3
+                                color: runsButton.down ? Theme.pressed
+                                     : runsButton.hovered ? Theme.hover
+                                     : toolCell.runsShown ? Theme.accentSoft
+                                     : Theme.raised
+                                border.width: 1
+                                border.color: toolCell.runsShown ? Theme.accent : Theme.border
+                            }
+                        }
                         Text {
+                            id: toolName
+                            objectName: "toolName-" + toolCell.procId
+                            // A long name gives way (elided), never the restart count before it.
+                            width: Math.min(implicitWidth, Math.max(0, parent.width - x))
                             height: parent.height
-                            width: parent.width - toolName.width - parent.spacing
-                            text: toolCell.command
+                            elide: Text.ElideRight
+                            text: toolCell.display
+                            color: toolCell.earlierRun ? Theme.textDim : Theme.text
+                            font.pixelSize: Theme.fontSize
+                            font.weight: toolCell.commandName.length > 0 && !toolCell.earlierRun ? Font.DemiBold : Font.Normal
+                            verticalAlignment: Text.AlignVCenter
+                        }
+                        Text {
+                            objectName: "toolDetail-" + toolCell.procId
+                            height: parent.height
+                            width: Math.max(0, parent.width - x)
+                            text: toolCell.commandName.length > 0 ? toolCell.runText : toolCell.command
                             color: Theme.textFaint
                             font.family: Theme.monoFamily
                             font.pixelSize: Theme.monoFontSize
