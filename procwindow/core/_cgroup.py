@@ -74,6 +74,38 @@ def _write(path: str, text: str) -> None:
         os.close(fd)
 
 
+#: The most processes forked before their proc was moved that are moved after it.
+_MAX_EARLY_FORKS = 64
+
+
+def _children(pid: int) -> list[int]:
+    """The children of ``pid`` now (of every thread of it)."""
+    out: list[int] = []
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children", "rb") as f:
+                out += [int(word) for word in f.read().split()]
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _move_children(procs: str, pid: int, most: int) -> None:
+    """Move the descendants of ``pid`` (by parentage, at most ``most``) into the
+    cgroup whose ``cgroup.procs`` is ``procs``."""
+    todo = _children(pid)
+    while todo and most > 0:
+        child = todo.pop()
+        most -= 1
+        with contextlib.suppress(OSError):  # gone meanwhile
+            _write(procs, str(child))
+        todo += _children(child)
+
+
 _STALE = re.compile(r"procwindow-(\d+)\.[0-9a-f]+")
 
 
@@ -146,13 +178,18 @@ class Cgroups:
             os.mkdir(path, 0o755)
         except OSError:
             return False
+        procs = os.path.join(path, "cgroup.procs")
         try:
-            _write(os.path.join(path, "cgroup.procs"), str(pid))
+            _write(procs, str(pid))
         except OSError:
             with contextlib.suppress(OSError):
                 os.rmdir(path)
             return False
         self._made.add(proc_id)
+        # What it forked before it was moved (a loaded machine may take a while
+        # to get here) stayed in our cgroup: the children it still has go too,
+        # and theirs. Whatever forks from now on is born in its cgroup.
+        _move_children(procs, pid, _MAX_EARLY_FORKS)
         return True
 
     def has(self, proc_id: int) -> bool:

@@ -213,3 +213,41 @@ def test_a_pid_hopper_goes_when_its_host_is_killed(tmp_path) -> None:
         if host.stdout is not None:
             host.stdout.close()
         _stop_hopper(beat, int(group) if group else None)
+
+
+@needs_cgroups
+def test_what_a_proc_forked_before_it_was_moved_goes_into_its_cgroup() -> None:
+    """A loaded machine may put a proc in its cgroup some time after its exec:
+    the processes it forked by then (and theirs) are moved in with it."""
+    cgroups = Cgroups.make(f"early-{uuid.uuid4().hex[:8]}")
+    assert cgroups is not None
+    leader = subprocess.Popen(
+        ["sh", "-c", "sh -c 'sleep 60 & sleep 60' & sleep 60"], start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while len(_tree(leader.pid)) < 4:  # sh, sh, and a sleep under each
+            assert time.monotonic() < deadline, _tree(leader.pid)
+            time.sleep(0.01)
+        assert cgroups.add(1, leader.pid)
+        members = sorted(cgroups.members(1) or [])
+        assert members == sorted([leader.pid, *_tree(leader.pid)])
+    finally:
+        os.killpg(leader.pid, signal.SIGKILL)  # unreaped: the group is ours
+        cgroups.close()
+        leader.wait()
+
+
+def _tree(pid: int) -> list[int]:
+    """The descendants of ``pid``, by parentage."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        node = todo.pop()
+        for tid in os.listdir(f"/proc/{node}/task"):
+            with contextlib.suppress(OSError):
+                with open(f"/proc/{node}/task/{tid}/children") as f:
+                    kids = [int(w) for w in f.read().split()]
+                out += kids
+                todo += kids
+    return out
