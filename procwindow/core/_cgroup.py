@@ -3,7 +3,7 @@
 A process cannot leave its cgroup: not by forking, ``setsid``, double-forking,
 changing its pid over and over (a "pid hopper"), or scrubbing its environment
 (which loses the marker). So where one can be made, each proc's first process
-is put in a cgroup of its own, ``<ours>/procwindow-<token>/<proc id>``, as soon
+is put in a cgroup of its own, ``<ours>/procwindow-<pid ns>.<token>/<proc id>``, as soon
 as it has exec'd (microseconds later, while a dynamically linked program is
 still being loaded: a fork before that is the one way out, and a tree that
 forks at once is still found by its group and marker), and its tree is what
@@ -106,21 +106,32 @@ def _move_children(procs: str, pid: int, most: int) -> None:
         todo += _children(child)
 
 
-_STALE = re.compile(r"procwindow-(\d+)\.[0-9a-f]+")
+#: A supervisor's cgroup: ``procwindow-<its pid namespace>.<its pid>.<token's rest>``.
+_STALE = re.compile(r"procwindow-(\d+)\.(\d+)\.[0-9a-f]+")
+
+
+def _pid_namespace() -> int:
+    """The inode of this process's pid namespace (0 if it cannot be read)."""
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return 0
 
 
 def _clear_stale(root: str) -> None:
     """Remove the cgroups of supervisors that died without their watchdog
-    (its pid, the token's first part, names no process now), killing what they
-    still hold. One whose pid was reused since is left alone: a rare leftover,
-    never a wrong kill."""
+    (its pid names no process now), killing what they still hold. Only those of
+    our pid namespace: a pid seen from another one (a container, ``unshare``)
+    names another process, and the cgroup tree is shared. One whose pid was
+    reused since is left alone: a rare leftover, never a wrong kill."""
     try:
         names = os.listdir(root)
     except OSError:
         return
+    ours = str(_pid_namespace())
     for name in names:
         match = _STALE.fullmatch(name)
-        if match is None or os.path.exists(f"/proc/{match[1]}"):
+        if match is None or match[1] != ours or os.path.exists(f"/proc/{match[2]}"):
             continue
         base = os.path.join(root, name)
         with contextlib.suppress(OSError):
@@ -150,7 +161,7 @@ class Cgroups:
 
     @classmethod
     def make(cls, token: str) -> Cgroups | None:
-        """The supervisor's cgroup (``procwindow-<token>`` in our own), or
+        """The supervisor's cgroup (``procwindow-<pid ns>.<token>`` in our own), or
         None where one cannot be made: then procs get none."""
         if os.environ.get("PROCWINDOW_NO_CGROUPS"):
             return None
@@ -158,7 +169,7 @@ class Cgroups:
         if root is None:
             return None
         _clear_stale(root)
-        base = os.path.join(root, f"procwindow-{token}")
+        base = os.path.join(root, f"procwindow-{_pid_namespace()}.{token}")
         try:
             os.mkdir(base, 0o755)
         except OSError as exc:

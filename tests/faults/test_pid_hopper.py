@@ -251,3 +251,35 @@ def _tree(pid: int) -> list[int]:
                 out += kids
                 todo += kids
     return out
+
+
+@needs_cgroups
+def test_only_dead_supervisors_of_our_pid_namespace_lose_their_cgroups() -> None:
+    """A supervisor in another pid namespace (a container, ``unshare --pid``)
+    sees other pids: what it takes for dead is not, and the cgroup tree is
+    shared. A dead supervisor's cgroup is removed only by one of its namespace."""
+    from procwindow.core import _cgroup
+
+    root = _cgroup.cgroup2_root()
+    assert root is not None
+    dead = 2**22 + 1  # above any pid_max: no process has it
+    ours = _cgroup._pid_namespace()
+    theirs = os.path.join(root, f"procwindow-{ours + 1}.{dead}.abcd0001")
+    stale = os.path.join(root, f"procwindow-{ours}.{dead}.abcd0002")
+    victim = subprocess.Popen(["sleep", "60"])
+    try:
+        for base in (theirs, stale):
+            os.makedirs(os.path.join(base, "1"))
+        with open(os.path.join(theirs, "1", "cgroup.procs"), "w") as f:
+            f.write(str(victim.pid))
+        _cgroup._clear_stale(root)
+        assert os.path.isdir(theirs) and victim.poll() is None  # left alone
+        assert not os.path.exists(stale)  # removed
+    finally:
+        victim.kill()
+        victim.wait()
+        for base in (theirs, stale):
+            with contextlib.suppress(OSError):
+                os.rmdir(os.path.join(base, "1"))
+            with contextlib.suppress(OSError):
+                os.rmdir(base)
