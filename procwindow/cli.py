@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from procwindow import PROG, __version__
+from procwindow import PROG
 
 # Distributions the window needs beyond the supervisor, by top-level module name.
 _WINDOW_MODULES = frozenset({"PySide6", "shiboken6", "qasync"})
@@ -186,6 +186,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=f"'{PROG} -- CMD [ARG ...]' opens the window and runs CMD in it; "
         f"'{PROG}' alone opens the demo workspace.",
     )
+    from procwindow import __version__  # read from the installed metadata: only here
+
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     add_window_options(parser)
     parser.set_defaults(subcommand=None)
@@ -224,6 +226,16 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line and return its exit status."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    if (
+        words[:2] == ["ctl", "bridge"]
+        and len(words) <= 3
+        and not any(w.startswith("-") for w in words[2:])
+    ):
+        # The far side of an attach, three per attach: nothing else to import.
+        from procwindow.control import bridge
+
+        return bridge.main(words[2] if len(words) == 3 else None)
     try:
         args = parse_args(argv)
     except SystemExit as exc:  # --help, --version and usage errors

@@ -16,12 +16,36 @@ import socket
 import sys
 import threading
 
-__all__ = ["EXIT_NO_SERVER", "pump"]
+__all__ = ["EXIT_NO_SERVER", "main", "pump"]
 
 #: Exit status when nothing listens at the socket (``ctl``'s EXIT_CONNECT).
 EXIT_NO_SERVER = 3
+#: Exit status of a bad server name (``ctl``'s EXIT_USAGE).
+_EXIT_USAGE = 2
 #: Bytes moved per read.
 _CHUNK = 256 * 1024
+
+
+def main(name: str | None, socket_path: str | None = None) -> int:
+    """``ctl bridge [NAME]`` (``--socket PATH``, else ``$PROCWINDOW_SOCKET``, else
+    the server ``NAME``'s socket here): pump until either side closes. It imports
+    only what it needs: three of these start on the host for each attach."""
+    from ..core import ProcwindowError
+    from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
+
+    path = socket_path or os.environ.get("PROCWINDOW_SOCKET")
+    if not path:
+        name = name or DEFAULT_SERVER_NAME
+        try:
+            check_name(name)
+            path = default_socket_path(name, create=False)
+        except SocketDirError as exc:
+            print(f"procwindow ctl: --name: {exc}", file=sys.stderr)
+            return _EXIT_USAGE
+        except ProcwindowError as exc:
+            print(f"procwindow ctl: {exc}", file=sys.stderr)
+            return EXIT_NO_SERVER
+    return pump(path)
 
 
 def pump(path: str, stdin: int = 0, stdout: int = 1) -> int:

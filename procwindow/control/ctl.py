@@ -74,8 +74,10 @@ def run(args: argparse.Namespace) -> int:
             fields = request(args)
         except ValueError as exc:  # InvalidField and the shared rules' errors
             return _usage(str(exc))
-    if args.verb == "bridge" and args.server:
-        args.name = args.server
+    if args.verb == "bridge":
+        from . import bridge
+
+        return bridge.main(args.server or args.name, args.socket)
     path = args.socket or os.environ.get("PROCWINDOW_SOCKET")
     if not path:
         if args.name is None and args.verb == "up":
@@ -96,10 +98,6 @@ def run(args: argparse.Namespace) -> int:
         except ProcwindowError as exc:
             print(f"procwindow ctl: {exc}", file=sys.stderr)
             return EXIT_CONNECT
-    if args.verb == "bridge":
-        from .bridge import pump
-
-        return pump(path)
     try:
         with Client(path, timeout=None) as client:
             return _VERBS[args.verb](client, args, fields)

@@ -2,100 +2,107 @@
 
 from __future__ import annotations
 
-from ._agent import Excerpt
-from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
-from ._errors import (
-    CommandNotFound,
-    CwdMissing,
-    InvalidArgv,
-    InvalidField,
-    InvalidPattern,
-    InvalidScope,
-    NoMatch,
-    NoTerminal,
-    NotExecutable,
-    NotReady,
-    ProcNotFound,
-    ProcRunning,
-    ProcwindowError,
-    SpawnFailed,
-    StdinClosed,
-    SupervisorClosed,
-    Timeout,
-    UnsafePath,
-    UnsupportedPlatform,
-    WrongLoop,
-    error_class,
-)
-from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
-from ._interface import SupervisorAPI
-from ._orchestra import CommandState, WorkspaceRun, command_state, commands_table, idx_rows
-from ._output import LINE_MAX
-from ._private import open_private_file, private_dir
-from ._proc import Proc, SpawnOptions
-from ._ready import Ready, check_timeout, http_target
-from ._regex import Regex
-from ._replay import ByteBatch
-from ._screen import Run, ScreenText
-from ._search import Matcher, SearchHit
-from ._spawn import resolve as resolve_command
-from ._supervisor import Supervisor
-from ._text import escape_controls, format_runtime, format_size
-from ._topics import Pattern
-from ._types import (
-    Clock,
-    CommandRun,
-    Event,
-    EventKind,
-    ExitEvent,
-    ExitInfo,
-    ExitReason,
-    Line,
-    LineRun,
-    ListeningPort,
-    OutputEvent,
-    PartialEvent,
-    Phase,
-    PhaseEvent,
-    ProcState,
-    ProcStats,
-    ReadBatch,
-    RunBatch,
-    StartEvent,
-    Stream,
-    runs_of,
-)
-from ._workspace import (
-    MAX_BACKOFF,
-    MAX_RESTARTS,
-    Backoff,
-    Command,
-    Condition,
-    Dependency,
-    InvalidWorkspace,
-    Liveness,
-    RestartPolicy,
-    Workspace,
-    WorkspaceConflict,
-    WorkspaceNotFound,
-    check_command_name,
-    condition_of,
-    policy_of,
-)
-from .rules import (
-    DEFAULT_AGENT,
-    DEFAULT_GRACEFUL_TIMEOUT,
-    DEFAULT_SESSION,
-    DEFAULT_TOOL,
-    MAX_GRACEFUL_TIMEOUT,
-    CommandError,
-    ScopeCounts,
-    check_graceful_timeout,
-    command_argv,
-    count_scopes,
-    scope_pattern,
-    topic_token,
-)
+from typing import TYPE_CHECKING
+
+from .._lazy import exports
+
+if TYPE_CHECKING:
+    from ._agent import Excerpt
+    from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, MIN_LOG_CAP
+    from ._errors import (
+        CommandNotFound,
+        CwdMissing,
+        InvalidArgv,
+        InvalidField,
+        InvalidPattern,
+        InvalidScope,
+        NoMatch,
+        NoTerminal,
+        NotExecutable,
+        NotReady,
+        ProcNotFound,
+        ProcRunning,
+        ProcwindowError,
+        SpawnFailed,
+        StdinClosed,
+        SupervisorClosed,
+        Timeout,
+        UnsafePath,
+        UnsupportedPlatform,
+        WrongLoop,
+        error_class,
+    )
+    from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
+    from ._interface import SupervisorAPI
+    from ._orchestra import CommandState, WorkspaceRun, command_state, commands_table, idx_rows
+    from ._output import LINE_MAX
+    from ._private import open_private_file, private_dir
+    from ._proc import Proc, SpawnOptions
+    from ._ready import Ready, check_timeout, http_target
+    from ._regex import Regex
+    from ._replay import ByteBatch
+    from ._screen import Run, ScreenText
+    from ._search import Matcher, SearchHit
+    from ._spawn import resolve as resolve_command
+    from ._supervisor import Supervisor
+    from ._text import escape_controls, format_runtime, format_size
+    from ._topics import Pattern
+    from ._types import (
+        Clock,
+        CommandRun,
+        Event,
+        EventKind,
+        ExitEvent,
+        ExitInfo,
+        ExitReason,
+        Line,
+        LineRun,
+        ListeningPort,
+        OutputEvent,
+        PartialEvent,
+        Phase,
+        PhaseEvent,
+        ProcState,
+        ProcStats,
+        ReadBatch,
+        RunBatch,
+        StartEvent,
+        Stream,
+        runs_of,
+    )
+    from ._workspace import (
+        MAX_BACKOFF,
+        MAX_RESTARTS,
+        Backoff,
+        Command,
+        Condition,
+        Dependency,
+        InvalidWorkspace,
+        Liveness,
+        RestartPolicy,
+        Workspace,
+        WorkspaceConflict,
+        WorkspaceNotFound,
+        check_command_name,
+        condition_of,
+        policy_of,
+    )
+    from .rules import (
+        DEFAULT_AGENT,
+        DEFAULT_GRACEFUL_TIMEOUT,
+        DEFAULT_SESSION,
+        DEFAULT_TOOL,
+        MAX_GRACEFUL_TIMEOUT,
+        CommandError,
+        ScopeCounts,
+        check_graceful_timeout,
+        command_argv,
+        count_scopes,
+        scope_pattern,
+        topic_token,
+    )
+else:
+    __getattr__, __dir__ = exports(__name__)
 
 __all__ = [
     "DEFAULT_AGENT",
