@@ -297,7 +297,24 @@ class _LineReader:
         self._per_read = _lines_per_read(batch.lines, self._per_read)
         step = _Step()
         whole = True  # every line of the batch was taken
-        for line in batch.lines:
+        lines = batch.lines
+        if (
+            lines
+            and self.stream is None
+            and (room is None or len(lines) <= room)
+            and (upto is None or lines[-1].seq <= upto)
+            and lines[-1].seq - lines[0].seq == len(lines) - 1
+        ):
+            # All of them, one after another (the rule when reading a flood):
+            # the loop below would find nothing missing but before the first.
+            step.dropped += self._skip_to(lines[0].seq - 1)
+            if self._missing:
+                step.cuts[lines[0].seq] = self._missing
+                self._missing = 0
+            step.lines = list(lines)
+            self.cursor = lines[-1].seq
+            lines = []
+        for line in lines:
             keep = self.stream is None or line.stream is self.stream
             full = room is not None and keep and len(step.lines) >= room
             if full or (upto is not None and line.seq > upto):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..core import (
@@ -20,6 +20,7 @@ from ..core import (
     Run,
     ScreenText,
     SearchHit,
+    Stream,
     error_class,
 )
 from ..core.spec import OPS
@@ -44,6 +45,7 @@ __all__ = [
     "exit_to_json",
     "hit_to_json",
     "line_to_json",
+    "lines_json",
     "proc_to_json",
     "screen_from_json",
     "screen_to_json",
@@ -353,6 +355,35 @@ def line_to_json(line: Line, cut: int = 0) -> dict[str, Any]:
     if cut:
         out["cut"] = cut
     return out
+
+
+#: A stream's name as JSON text.
+_STREAM_TEXT = {stream: json.dumps(stream.value) for stream in Stream}
+#: Escapes a string as ``dumps`` does (``ensure_ascii=False``), in C.
+_quote = json.encoder.encode_basestring
+
+
+def lines_json(lines: Sequence[Line], cuts: Mapping[int, int] | None = None) -> bytes:
+    """``lines`` as the elements of a JSON array (no brackets), each as
+    :func:`line_to_json` gives it, with ``cuts`` by seq. Written out directly:
+    ``out`` sends hundreds of thousands of lines a second, and a dict per line
+    for ``dumps`` was a third of what a reply cost."""
+    cuts = cuts or {}
+    parts = []
+    for seq, stream, when, text, split, partial in lines:
+        more = ""
+        if split:
+            more = ',"split":true'
+        if partial:
+            more += ',"partial":true'
+        cut = cuts.get(seq, 0)
+        if cut:
+            more += f',"cut":{cut:d}'
+        parts.append(
+            f'{{"seq":{seq:d},"stream":{_STREAM_TEXT[stream]},"time":{when!r},'
+            f'"text":{_quote(text)}{more}}}'
+        )
+    return ",".join(parts).encode()
 
 
 def excerpt_to_json(ex: Excerpt) -> dict[str, Any]:

@@ -270,6 +270,21 @@ class _Reader:
             m.task = calls.spawn_task(self._pull_lines(m), f"procwindow remote lines {m.id}")
 
     async def _pull_lines(self, m: _Mirror) -> None:
+        #: The next batch of a flood, asked for while the last one is taken in
+        #: (the server reads and encodes it meanwhile): its ``since``, its request.
+        ahead: list[tuple[int, asyncio.Task[Any]]] = []
+        try:
+            await self._pull_batches(m, ahead)
+        finally:
+            for _, task in ahead:
+                task.cancel()
+
+    def _out(self, m: _Mirror, since: int) -> Any:
+        return self._calls.call(
+            "out", proc_id=m.id, proc=m.id, since=since, limit=FETCH_LINES, partial=True
+        )
+
+    async def _pull_batches(self, m: _Mirror, ahead: list[tuple[int, asyncio.Task[Any]]]) -> None:
         calls = self._calls
         polls = retries = 0
         while calls.connected and not calls.closed and self.mirrors.get(m.id) is m:
@@ -288,9 +303,11 @@ class _Reader:
                     await asyncio.sleep(_EOF_POLLS[polls])
                     polls += 1
                 m.news = False
-                reply = await calls.call(
-                    "out", proc_id=m.id, proc=m.id, since=m.end, limit=FETCH_LINES, partial=True
-                )
+                since, asked = ahead.pop() if ahead else (-1, None)
+                if asked is not None and since != m.end:
+                    asked.cancel()
+                    asked = None
+                reply = await (asked if asked is not None else self._out(m, m.end))
             except ProcNotFound:
                 m.gone = True
                 break
@@ -304,9 +321,12 @@ class _Reader:
                 continue
             if self.mirrors.get(m.id) is not m:
                 return
-            new = m.take(reply)
             # A full reply: more is there already; go on without waiting for an event.
             m.more = len(reply.get("lines", ())) >= FETCH_LINES
+            if m.more:
+                cursor = int(reply.get("cursor", m.end))
+                ahead.append((cursor, calls.spawn_task(self._out(m, cursor), "procwindow ahead")))
+            new = m.take(reply)
             if p is not None:
                 p._last = max(p._last, m.end)
             if new and not any(d.kind is EventKind.OUTPUT for d in m.deferred):

@@ -19,7 +19,7 @@ from ._protocol import (
     error_to_json,
     event_to_json,
     hit_to_json,
-    line_to_json,
+    lines_json,
 )
 
 __all__ = [
@@ -120,6 +120,5 @@ def line_pieces(
     cuts = cuts or {}
     step = max(1, _PIECE_TEXT * len(lines) // lines_size(lines))
     for i in range(0, len(lines), step):
-        piece = dumps([line_to_json(ln, cuts.get(ln.seq, 0)) for ln in lines[i : i + step]])
-        piece = piece[1:-1]
+        piece = lines_json(lines[i : i + step], cuts)
         yield piece if first and i == 0 else b"," + piece
