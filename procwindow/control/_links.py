@@ -202,6 +202,11 @@ class Link(Protocol):
         after closing every connection."""
         ...
 
+    @property
+    def server_pid(self) -> int | None:
+        """The server's pid as its last ``hello`` gave it (a new one: it restarted)."""
+        ...
+
 
 class VersionMismatch(LinkError):
     """The server speaks no protocol version this client speaks.
@@ -219,9 +224,10 @@ class VersionMismatch(LinkError):
         self.server = tuple(server)
 
 
-async def _hello(client: AsyncClient, where: str) -> None:
+async def _hello(client: AsyncClient, where: str) -> int | None:
     """Ask the server which protocol versions it speaks (LinkError when this
-    client speaks none of them, or it does not answer as a procwindow server)."""
+    client speaks none of them, or it does not answer as a procwindow server);
+    the server's pid."""
     try:
         reply = await client.call("hello")
     except ServerError as exc:
@@ -236,6 +242,8 @@ async def _hello(client: AsyncClient, where: str) -> None:
     if PROTOCOL_VERSION not in spoken:
         client.abort()
         raise VersionMismatch(where, spoken)
+    pid = reply.get("pid")
+    return pid if isinstance(pid, int) and not isinstance(pid, bool) else None
 
 
 def spoken_versions(hello: object) -> list[int] | None:
@@ -256,6 +264,7 @@ class LocalLink:
 
     def __init__(self, path: str) -> None:
         self.path = path
+        self.server_pid: int | None = None
 
     @property
     def where(self) -> str:
@@ -267,7 +276,7 @@ class LocalLink:
         except CannotConnect as exc:
             raise NoServer(str(exc)) from None
         try:
-            await asyncio.wait_for(_hello(client, self.path), CONNECT_TIMEOUT)
+            self.server_pid = await asyncio.wait_for(_hello(client, self.path), CONNECT_TIMEOUT)
         except (ServerError, TimeoutError) as exc:
             client.abort()
             raise NoServer(f"{self.path}: the server does not answer ({exc})") from None
@@ -361,6 +370,7 @@ class SshLink:
         self._procs: set[_SshProcess] = set()
         #: The host's ssh master this link's connections ride on (``_ssh_master``).
         self._master: Master | None = None
+        self.server_pid: int | None = None
         self._closed = False
 
     @property
@@ -446,7 +456,7 @@ class SshLink:
             await helper.finish()
             raise
         try:
-            await asyncio.wait_for(_hello(client, self.where), CONNECT_TIMEOUT)
+            self.server_pid = await asyncio.wait_for(_hello(client, self.where), CONNECT_TIMEOUT)
         except (ServerError, TimeoutError) as exc:
             client.abort()
             raise await self._diagnose(helper, exc) from None

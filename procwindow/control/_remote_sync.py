@@ -109,6 +109,11 @@ class _Events:
         self._fetched = fetched
         self._hub = hub
         self._records: dict[int, Mapping[str, Any]] = {}  # fetched, start event not yet seen
+        #: The server's pid at the last snapshot: another one, and it restarted.
+        self._server: int | None = None
+        #: Procs of the server before it restarted: not in its live view, kept
+        #: in ours with their end as its history has it, until dismissed here.
+        self._outlived: set[int] = set()
 
     async def on_event(self, d: dict[str, Any]) -> None:
         if d.get("kind") == EventKind.MISSED.value:
@@ -194,6 +199,7 @@ class _Events:
         self._reader.publish_exit(p, at, fields)
 
     def on_dismiss(self, pid: int, at: float | None) -> None:
+        self._outlived.discard(pid)
         p = self._procs.live.pop(pid, None)
         if p is None:
             return
@@ -241,8 +247,28 @@ class _Events:
 
     async def snapshot(self) -> None:
         """Take the server's procs and workspaces whole, and apply the difference."""
-        self._apply_snapshot(await self._calls.call("procs"))
+        records = await self._calls.call("procs")
+        server = self._calls.link.server_pid
+        if self._server is not None and server != self._server:
+            records += await self._outlived_records(records)
+        self._server = server
+        self._apply_snapshot(records)
         await self._workspaces.refresh()
+
+    async def _outlived_records(self, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The server restarted: the procs held here that its live view lacks,
+        as its history has them (how they ended: ``lost`` if they were running),
+        so that they stay with their end and output instead of vanishing."""
+        listed = {int(r["id"]) for r in records}
+        found = []
+        for pid in [pid for pid in self._procs.live if pid not in listed]:
+            try:
+                record = await self._calls.call("get", proc_id=pid, proc=pid)
+            except ProcNotFound:  # no history shared with the server before
+                continue
+            found.append(dict(record, live=True))  # in our live view until dismissed
+            self._outlived.add(pid)
+        return found
 
     async def resync(self) -> None:
         """Events were lost: take a snapshot and apply the difference."""
@@ -284,7 +310,7 @@ class _Events:
                 self._hub.publish(p, EventKind.STOPPING, at=None)
             elif exit_ is not None and p.exit is None:  # cannot come back to life
                 p._exited(exit_, p.ended_at)
-        for pid in [pid for pid in procs.live if pid not in seen]:
+        for pid in [pid for pid in procs.live if pid not in seen and pid not in self._outlived]:
             self.on_dismiss(pid, None)
 
 

@@ -454,3 +454,37 @@ def test_a_cut_mid_flood_resyncs_by_cursor(server: Server, monkeypatch: pytest.M
         check=True,
     ).stdout
     assert out.splitlines() == [ln.text for ln in lines]
+
+
+def test_procs_of_a_restarted_server_stay_with_their_end_and_output(tmp_path: Path) -> None:
+    """The server restarts (the same state directory): the procs its first run had
+    do not vanish from the attached view; they keep their output, and each says how
+    it ended as the history has it (a running one: terminated by that server's stop,
+    or lost)."""
+    first = start_server(tmp_path)
+
+    async def scenario() -> None:
+        sup = await RemoteSupervisor.connect(first.path)
+        try:
+            done = await sup.spawn(["echo", "said before"], session="s", agent="a")
+            await sup.wait(done.id)
+            running = await sup.spawn(["sleep", "60"], session="s", agent="a")
+            await until(lambda: sup.read(done.id).eof, what="its output")
+            assert stop_server(first) == 0
+            await until(lambda: not sup.connected, what="the link down")
+            second = start_server(tmp_path)
+            try:
+                await until(lambda: sup.connected, timeout=30, what="the link back")
+                await until(lambda: sup.get(running.id).exit is not None, what="its end")
+                assert {p.id for p in sup.procs()} >= {done.id, running.id}
+                assert sup.get(running.id).exit.reason in (ExitReason.TERMINATED, ExitReason.LOST)
+                assert [ln.text for ln in sup.read(done.id).lines] == ["said before"]
+                sup.dismiss(done.id)  # ours to let go of, though the server no longer lists it
+                assert done.id not in {p.id for p in sup.procs()}
+            finally:
+                await sup.close()
+                assert stop_server(second) == 0
+        finally:
+            await sup.close()
+
+    asyncio.run(scenario())
