@@ -432,7 +432,8 @@ def test_history_links_a_command_s_runs(server, tmp_path):
             "crash",
             "import sys; sys.exit(1)",
             restart='"on-failure"',
-            backoff="{ initial = 0.1, cap = 0.1 }",
+            # factor 1: 0.1 s each time; cap 60: no run is long enough to start a new loop
+            backoff="{ initial = 0.1, factor = 1, cap = 60 }",
             max_restarts="1",
         )
     )

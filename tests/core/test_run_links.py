@@ -21,7 +21,7 @@ CRASH = Command(
     tuple(py("import sys; sys.exit(3)")),
     name="crash",
     restart="on-failure",
-    backoff=Backoff(initial=0.1, factor=1.0, cap=0.1),
+    backoff=Backoff(initial=0.1, factor=1.0, cap=60.0),  # a run never "long enough"
     max_restarts=2,
 )
 

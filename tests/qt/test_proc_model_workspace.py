@@ -61,7 +61,7 @@ def crash_loop(name: str = "api", session: str = "stack", agent: str = "api") ->
         ("sh", "-c", "exit 3"),
         name=name,
         restart="on-failure",
-        backoff=Backoff(initial=0.1, factor=1.0, cap=0.1),
+        backoff=Backoff(initial=0.1, factor=1.0, cap=60.0),  # no run is "long enough"
         max_restarts=3,
     )
 

@@ -26,7 +26,7 @@ def crash_loop() -> Command:
         CRASH,
         name="api",
         restart="on-failure",
-        backoff=Backoff(initial=0.1, factor=1.0, cap=0.1),
+        backoff=Backoff(initial=0.1, factor=1.0, cap=60.0),  # no run is "long enough"
         max_restarts=3,
     )
 
