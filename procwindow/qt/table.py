@@ -14,6 +14,12 @@ keeps its width until the view is narrower than the sum; then the command
 shrinks first, and the widened columns give their extra room back (the one
 resized longest ago first). The actions are never squeezed, a status never
 elides, and every table fits in :func:`minimum_table_width`.
+
+Narrower than that, columns go (:func:`fitting_columns`): Mem, CPU, PID, Runtime,
+then Agent, until the rest fit; ID, the command, Status and the actions stay,
+whole. A person hides and shows columns by hand too (all but the command and the
+actions), and a table of a kind of window remembers what was hidden, dragged and
+sorted (:mod:`~procwindow.qt.table_settings`).
 """
 
 from __future__ import annotations
@@ -25,9 +31,11 @@ from PySide6.QtCore import QObject, Signal, Slot
 from PySide6.QtGui import QColor, QFont, QFontMetricsF
 from PySide6.QtQml import QmlElement
 
-from ._support import stored_property
-from .models import status_tint
+from ._support import qt_property, stored_property
+from .models import ProcModel, status_tint
+from .models.columns import COLUMN_TITLES
 from .models.format import status_texts
+from .table_settings import load_table, save_table
 
 __all__ = [
     "AGENT_WIDTH",
@@ -35,10 +43,13 @@ __all__ = [
     "COMFORTABLE_FLEXIBLE_WIDTH",
     "DEFAULT_STATUS_WIDTH",
     "ELASTIC_WIDTHS",
+    "HIDE_ORDER",
+    "KEPT_COLUMNS",
     "MIN_COLUMN_WIDTHS",
     "MIN_FLEXIBLE_WIDTH",
     "ProcTableStyle",
     "column_widths",
+    "fitting_columns",
     "minimum_table_width",
     "status_tint",
     "widest_status",
@@ -81,6 +92,15 @@ MIN_COLUMN_WIDTHS = {
 FIXED_COLUMNS = frozenset({"actions"})
 #: Columns of numbers, aligned right (their headers too).
 NUMERIC_COLUMNS = frozenset({"runtime", "cpu", "memory"})
+#: The columns that go when the view is too narrow for them all, the first to go
+#: first: the live numbers (a glance at a row reads them least), the kernel's pid
+#: (procwindow's id names the process too), the runtime, then the agent. What
+#: stays names a row, says how it is, and acts on it.
+HIDE_ORDER = ("memory", "cpu", "pid", "runtime", "agent")
+#: The columns a person cannot hide: the command names the row, the actions act on it.
+KEPT_COLUMNS = frozenset({"tool", "actions"})
+#: Each column's header, by its name.
+_TITLES: dict[str, str] = {column.value: title for column, title in COLUMN_TITLES.items()}
 
 
 def _fixed_widths(status_width: float, actions_width: float) -> dict[str, float]:
@@ -180,6 +200,33 @@ def minimum_table_width(names: list[str], actions_width: float, status_width: fl
     return float(sum(_floor(name, status_width, actions_width) for name in names))
 
 
+def fitting_columns(
+    names: list[str],
+    width: float,
+    actions_width: float,
+    status_width: float,
+    hidden: frozenset[str] | set[str] = frozenset(),
+) -> list[str]:
+    """The columns of ``names`` a view ``width`` px wide shows: those not ``hidden``
+    (by a person; never one of :data:`KEPT_COLUMNS`), less those of
+    :data:`HIDE_ORDER` that do not fit, the first to go first. The rest fit in
+    ``width`` (see :func:`minimum_table_width`), or nothing more can go.
+
+    >>> names = ["id", "pid", "agent", "tool", "status", "runtime", "cpu", "memory", "actions"]
+    >>> fitting_columns(names, 700, 154, 200)
+    ['id', 'agent', 'tool', 'status', 'runtime', 'actions']
+    >>> fitting_columns(names, 700, 154, 200, {"runtime", "tool"})
+    ['id', 'pid', 'agent', 'tool', 'status', 'actions']
+    """
+    shown = [name for name in names if name not in hidden or name in KEPT_COLUMNS]
+    for name in HIDE_ORDER:
+        if minimum_table_width(shown, actions_width, status_width) <= width:
+            break
+        if name in shown:
+            shown.remove(name)
+    return shown
+
+
 def widest_text(font: QFont, texts: frozenset[str]) -> float:
     """The advance (px) of the widest of ``texts`` drawn in ``font``."""
     metrics = QFontMetricsF(font)
@@ -217,6 +264,17 @@ class ProcTableStyle(QObject):
     has room for while the others keep their automatic widths) as the view
     changes, until ``resetColumn(column)`` (a double click on the edge) gives it
     its automatic width back. ``resizable(name)`` says which columns can be dragged.
+
+    **Hiding.** ``setColumnShown(name, shown)`` hides a column by hand, or shows it
+    again (``hiddenColumns``; ``hideable(name)`` says which can go). A view too
+    narrow for the rest drops more (``autoHiddenColumns``, see
+    :func:`fitting_columns`); a hidden column is 0 px wide (a TableView does not
+    lay it out). ``narrowestWidth`` is as narrow as the table gets so.
+
+    **Remembering.** With a ``settingsKey`` (the kind of window), the hidden columns,
+    the dragged widths and the sort the person chose (``rememberSort(column,
+    descending)``; read back as ``savedSortColumn``, ``savedSortDescending``) are
+    kept across restarts (:mod:`~procwindow.qt.table_settings`).
     """
 
     columnNamesChanged = Signal()
@@ -226,6 +284,9 @@ class ProcTableStyle(QObject):
     statusPaddingChanged = Signal()
     columnWidthsChanged = Signal()
     resizingChanged = Signal()
+    hiddenColumnsChanged = Signal()
+    settingsKeyChanged = Signal()
+    savedSortChanged = Signal()
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -243,6 +304,11 @@ class ProcTableStyle(QObject):
         self._user: dict[str, float] = {}
         self._drag: tuple[str, float, float] | None = None  # column, its width, pointer x
         self._resizing = ""
+        self._hidden: list[str] = []  # by the person
+        self._auto_hidden: list[str] = []  # for lack of room
+        self._narrowest = 0.0
+        self._settings_key = ""
+        self._saved_sort: tuple[str, bool] = ("", False)
 
     def _relayout(self) -> None:
         font = QFont(self._status_family) if self._status_family else QFont()
@@ -254,13 +320,32 @@ class ProcTableStyle(QObject):
         # As narrow as a session's table (an Agent column more): a window keeps its
         # minimum width when it follows the scope from a session to one of its agents.
         widest = names if not names or "agent" in names else [*names, "agent"]
+        shown = fitting_columns(names, self._view_width, actions, status, set(self._hidden))
+        widths = column_widths(shown, self._view_width, actions, status, self._user)
+        by_name = dict(zip(shown, widths, strict=True))
+        kept = [name for name in widest if name not in HIDE_ORDER]
         layout = (
-            column_widths(names, self._view_width, actions, status, self._user),
+            [by_name.get(name, 0.0) for name in names],
             status,
             minimum_table_width(widest, actions, status),
+            minimum_table_width(kept, actions, status),
+            [name for name in names if name not in shown and name not in self._hidden],
         )
-        if layout != (self._column_widths, self._status_width, self._minimum_width):
-            self._column_widths, self._status_width, self._minimum_width = layout
+        now = (
+            self._column_widths,
+            self._status_width,
+            self._minimum_width,
+            self._narrowest,
+            self._auto_hidden,
+        )
+        if layout != now:
+            (
+                self._column_widths,
+                self._status_width,
+                self._minimum_width,
+                self._narrowest,
+                self._auto_hidden,
+            ) = layout
             self.columnWidthsChanged.emit()
 
     columnNames = stored_property(list, "_column_names", columnNamesChanged, on_change=_relayout)
@@ -290,6 +375,105 @@ class ProcTableStyle(QObject):
     with an Agent column counted in: the same for a session's table as for an agent's."""
     resizing = stored_property(str, "_resizing", resizingChanged, writable=False)
     """The column being dragged ("" for none)."""
+    narrowestWidth = stored_property(float, "_narrowest", columnWidthsChanged, writable=False)
+    """The narrowest the table gets: every column of :data:`HIDE_ORDER` hidden, the
+    rest at their narrowest (the window's minimum width follows it)."""
+    hiddenColumns = stored_property(list, "_hidden", hiddenColumnsChanged, writable=False)
+    """The columns the person hid (``setColumnShown``), whether the table has them or not."""
+    autoHiddenColumns = stored_property(list, "_auto_hidden", columnWidthsChanged, writable=False)
+    """The columns of ``columnNames`` hidden for lack of room (see :func:`fitting_columns`)."""
+    savedSortColumn = qt_property(str, lambda self: self._saved_sort[0], notify=savedSortChanged)
+    """The column the person last sorted a table of this kind by ("" for none)."""
+    savedSortDescending = qt_property(
+        bool, lambda self: self._saved_sort[1], notify=savedSortChanged
+    )
+    """Whether that sort was descending."""
+
+    def _get_settings_key(self) -> str:
+        return self._settings_key
+
+    def _set_settings_key(self, key: str) -> None:
+        """Show the table as tables of kind ``key`` were left ("": remember nothing)."""
+        if key == self._settings_key:
+            return
+        self._settings_key = key
+        if key:
+            memory = load_table(key)
+            self._hidden = [name for name in memory.hidden if name not in KEPT_COLUMNS]
+            self._user = {n: w for n, w in memory.widths.items() if n not in FIXED_COLUMNS}
+            self._saved_sort = (memory.sort_column, memory.sort_descending)
+            self.hiddenColumnsChanged.emit()
+            self.savedSortChanged.emit()
+            self._relayout()
+        self.settingsKeyChanged.emit()
+
+    settingsKey = qt_property(str, _get_settings_key, _set_settings_key, notify=settingsKeyChanged)
+    """The kind of window the table is in (``"overview"``, ``"procWindow"``): what a
+    person chose is remembered for the next table of the kind ("": not remembered)."""
+
+    def _save(
+        self,
+        *,
+        hidden: list[str] | None = None,
+        widths: dict[str, float] | None = None,
+        sort: tuple[str, bool] | None = None,
+    ) -> None:
+        if self._settings_key:
+            save_table(self._settings_key, hidden=hidden, widths=widths, sort=sort)
+
+    @Slot(str, result=str)
+    def columnTitle(self, name: str) -> str:
+        """Column ``name``'s header ("" for no column)."""
+        return _TITLES.get(name, "")
+
+    @Slot(str, result=bool)
+    def hideable(self, name: str) -> bool:
+        """Whether a person can hide column ``name`` (all but the command and the actions)."""
+        return name not in KEPT_COLUMNS
+
+    @Slot(str, bool)
+    def setColumnShown(self, name: str, shown: bool) -> None:
+        """Show column ``name`` (if it fits), or hide it, by hand; remembered."""
+        if not self.hideable(name) or (name not in self._hidden) == shown:
+            return
+        if shown:
+            self._hidden.remove(name)
+        else:
+            self._hidden.append(name)
+        self.hiddenColumnsChanged.emit()
+        self._relayout()
+        self._save(hidden=self._hidden)
+
+    @Slot()
+    def showAllColumns(self) -> None:
+        """Show every column hidden by hand (those that fit); remembered."""
+        if self._hidden:
+            self._hidden.clear()
+            self.hiddenColumnsChanged.emit()
+            self._relayout()
+            self._save(hidden=self._hidden)
+
+    @Slot(QObject, str)
+    def cycleSort(self, model: QObject, column: str) -> None:
+        """A click on ``column``'s header of ``model`` (a ProcModel): its next sort
+        (:meth:`ProcModel.cycleSort`), remembered."""
+        if isinstance(model, ProcModel):
+            model.cycleSort(column)
+            self.rememberSort(model.sortColumn, model.sortDescending)
+
+    @Slot(QObject)
+    def restoreSort(self, model: QObject) -> None:
+        """Sort ``model`` (a ProcModel) as the person left a table of this kind."""
+        if isinstance(model, ProcModel) and self._saved_sort[0]:
+            model.sortBy(*self._saved_sort)
+
+    @Slot(str, bool)
+    def rememberSort(self, column: str, descending: bool) -> None:
+        """The person sorted by ``column`` ("" for the default order): remembered."""
+        if (column, descending) != self._saved_sort:
+            self._saved_sort = (column, descending)
+            self.savedSortChanged.emit()
+            self._save(sort=self._saved_sort)
 
     @Slot(QColor, result=QColor)
     def statusColor(self, base: QColor) -> QColor:
@@ -347,12 +531,14 @@ class ProcTableStyle(QObject):
             self._drag = None
             self._resizing = ""
             self.resizingChanged.emit()
+            self._save(widths=self._user)
 
     @Slot(int)
     def resetColumn(self, column: int) -> None:
         """Give column ``column`` its automatic width back."""
         if self._user.pop(self._name(column), None) is not None:
             self._relayout()
+            self._save(widths=self._user)
 
     @Slot()
     def resetColumns(self) -> None:
@@ -360,3 +546,4 @@ class ProcTableStyle(QObject):
         if self._user:
             self._user.clear()
             self._relayout()
+            self._save(widths=self._user)

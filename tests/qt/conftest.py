@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 import pytest
 import qasync
-from PySide6.QtCore import QEventLoop
+from PySide6.QtCore import QEventLoop, QSettings
 from PySide6.QtWidgets import QApplication
 
 from procwindow.core import Supervisor
@@ -42,6 +42,22 @@ def _spin(loop: asyncio.AbstractEventLoop, awaitable: Awaitable[T], timeout: flo
         future.add_done_callback(lambda _: waiter.quit())
         waiter.exec()
     return future.result()
+
+
+def private_settings(directory: Path) -> None:
+    """Keep the windows' settings (a table's columns and sort) in ``directory``:
+    never the person's own, and fresh for each test."""
+    QSettings.setPath(QSettings.Format.IniFormat, QSettings.Scope.UserScope, str(directory))
+
+
+@pytest.fixture(autouse=True)
+def _private_settings(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = tmp_path_factory.mktemp("config")
+    private_settings(config)
+    # A child that shows a window (a real `procwindow`) reads its settings from here.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(config))
 
 
 @pytest.fixture

@@ -35,6 +35,7 @@ from PySide6.QtWidgets import QApplication
 from procwindow import app as window_app
 from procwindow.core import Supervisor
 from tests.control.conftest import server  # noqa: F401  (a fixture: a real `procwindow serve`)
+from tests.qt.conftest import _private_settings, private_settings  # noqa: F401  (autouse)
 
 # The software renderer (offscreen has no GPU) fills large areas on a private pool
 # of threads that linger for 30 s after use: the leak check would count them, at
@@ -83,6 +84,7 @@ def _warm_qt(qapp: QApplication, tmp_path_factory: pytest.TempPathFactory) -> No
     image loader thread and its eventfd, the font database, the scene graph's
     caches) and keeps them until exit; the per-test leak check must not count them.
     """
+    private_settings(tmp_path_factory.mktemp("warm-config"))
     # Once per process, before any QML that imports Qt Quick Controls is loaded.
     window_app.ensure_style()
     qapp.setQuitOnLastWindowClosed(False)

@@ -445,7 +445,7 @@ def test_screenshots_of_the_notice_and_a_regex_filter(
         proc = await sup.spawn(["seq", "1", "250000"], session="shots", agent="a")
         await sup.wait(proc.id)
         window = open_proc_window(sup, "shots", "a")
-        # Below the window's minimum width (720): the pane must hold up there too.
+        # Below the window's minimum width, should it grow: the pane must hold up there too.
         window.setMinimumWidth(min(width, window.minimumWidth()))
         window.resize(width, height)
         output_model = window.property("outputModel")

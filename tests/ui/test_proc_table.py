@@ -16,6 +16,7 @@ from PySide6.QtTest import QTest
 from procwindow.core import Supervisor
 from procwindow.demo import job_argv
 from procwindow.qt import ProcModel
+from procwindow.qt.table import HIDE_ORDER
 from procwindow.qt.window import open_proc_window, window_model
 
 from ..tiers import first_fast
@@ -51,11 +52,25 @@ def assert_table_fits(
 ) -> None:
     """Every cell of every row (the action buttons too) lies inside the table's visible
     width, left of its scroll bar; no status text is elided. ``scrolled``: only the rows
-    on screen (the others have no items), and the scroll bar shows."""
+    on screen (the others have no items), and the scroll bar shows.
+
+    A column the table has no room for is gone (no cell on screen): only those of
+    ``HIDE_ORDER``, the first to go first; ID, the command, Status and the actions stay.
+    """
     found = find_item(window, table)
     assert found is not None
+    hidden = list(found.property("hiddenColumns"))
+    gone = list(found.property("autoHiddenColumns"))
+    could_go = [c for c in HIDE_ORDER if c in model.columnNames and c not in hidden]
+    first_gone = sorted(gone, key=HIDE_ORDER.index)
+    assert first_gone == could_go[: len(gone)], f"{where}: {gone} went, not the first of {could_go}"
     # The main window's overview hides its actions (a column 0 px wide).
-    columns = [c for c in model.columnNames if c != "actions" or found.property("showActions")]
+    columns = [
+        c
+        for c in model.columnNames
+        if c not in hidden and c not in gone and (c != "actions" or found.property("showActions"))
+    ]
+    assert {"id", "tool", "status"} - set(hidden) <= set(columns), f"{where}: {columns}"
     view = next(i for i in _walk(found) if i.objectName() == "procTableView")
     bar = next(i for i in _walk(view) if i.objectName() == "procTableScrollBar")
     overflows = bar.isVisible() and bar.property("size") < 1.0
@@ -64,7 +79,7 @@ def assert_table_fits(
     rows = [
         row
         for row in range(model.rowCount())
-        if not scrolled or find_item(window, f"pidCell-{model.procIdAt(row)}") is not None
+        if not scrolled or find_item(window, f"toolCell-{model.procIdAt(row)}") is not None
     ]
     assert rows, where
 
@@ -77,10 +92,16 @@ def assert_table_fits(
             f"{where}: {name} spans {left:.0f}..{right:.0f}, the table shows 0..{visible:.0f}"
         )
 
+    for column in columns:
+        assert_inside(f"header-{column}")
+    for column in [*hidden, *gone]:
+        assert find_item(window, f"header-{column}") is None, f"{where}: {column}'s header"
     for row in rows:
         proc_id = model.procIdAt(row)
         for column in columns:
             assert_inside(f"{column}Cell-{proc_id}")
+        for column in [*hidden, *gone]:
+            assert find_item(window, f"{column}Cell-{proc_id}") is None, f"{where}: {column}"
         if "actions" in columns:
             for button in BUTTONS:
                 assert_inside(f"{button}Button-{proc_id}")

@@ -214,11 +214,19 @@ def test_dragging_a_header_edge_resizes_its_column(sup: Supervisor, run: Run) ->
         assert (widest["cpu"], widest["memory"]) == narrowest
         assert_table_fits(window, "procTable", model, "PID dragged wide")
 
-        # The window at its narrowest: the dragged column gives its room back.
-        resize(window, 0, 0)
+        # The window as narrow as every column fits in: the dragged column gives its
+        # room back.
+        table = await item(window, "procTable")
+        resize(window, round(table.property("everyColumnWidth")), 600)
         await settle(0.3)
         assert width_of(window, "pid", first) < widest["pid"]
         assert width_of(window, "tool", first) == MIN_FLEXIBLE_WIDTH
+        assert_table_fits(window, "procTable", model, "every column at its narrowest")
+        assert list(table.property("autoHiddenColumns")) == []
+        # At the window's narrowest, columns go instead; what is left fits.
+        resize(window, 0, 0)
+        await settle(0.3)
+        assert table.property("autoHiddenColumns")
         assert_table_fits(window, "procTable", model, "at the minimum width")
 
         # A double click on the edge: the automatic width again.
@@ -354,9 +362,12 @@ def test_screenshot_of_the_stats_columns_sorted_by_cpu(
         await sup.spawn(BUSY, session="shots", agent="tester")
         done = await sup.spawn(["sleep", "2"], session="shots", agent="tester")
         window = open_proc_window(sup, "shots", "")
-        resize(window, *size)
         model = model_of(window)
         await until(lambda: model.rowCount() == 5, what="five rows")
+        # At the smallest size, as narrow as the stats columns still show in.
+        every = (await item(window, "procTable")).property("everyColumnWidth")
+        resize(window, max(size[0], round(every)), size[1])
+        await settle(0.3)
         await click(window, await item(window, "header-cpu"))
         await click(window, await item(window, "header-cpu"))
         assert (model.sortColumn, model.sortDescending) == ("cpu", True)
@@ -373,8 +384,9 @@ def test_screenshot_of_the_stats_columns_sorted_by_cpu(
 
 
 def test_a_sort_arrow_never_cuts_a_column_title(sup: Supervisor, run: Run) -> None:
-    """Sorted by any column, at the window's narrowest, each title reads in full
-    beside its arrow ("RUNTI… ▲" was cut)."""
+    """Sorted by any column, with every column at its narrowest, and at the window's
+    narrowest (the columns without room gone), each title reads in full beside its
+    arrow ("RUNTI… ▲" was cut)."""
 
     async def scenario() -> None:
         await sup.spawn(SLEEPER, session="arrows", agent="a")
@@ -382,16 +394,22 @@ def test_a_sort_arrow_never_cuts_a_column_title(sup: Supervisor, run: Run) -> No
         window = open_proc_window(sup, "arrows", "")  # the session: an Agent column too
         model = model_of(window)
         await until(lambda: model.rowCount() == 2, what="two rows")
-        resize(window, 0, 0)  # its minimum width: every column at its narrowest
-        await settle(0.3)
-        for column in [c for c in model.columnNames if c != "actions"]:
-            for descending in (False, True):
-                model.sortBy(column, descending)
-                arrow = await item(window, f"sortIndicator-{column}")
-                await until(lambda arrow=arrow: arrow.isVisible(), what=f"{column}'s arrow")
-                await settle(0.05)
-                title = await item(window, f"headerText-{column}")
-                assert not title.property("truncated"), (column, title.width())
+        table = await item(window, "procTable")
+        # As narrow as every column shows in (each at its narrowest), then the window's
+        # minimum width (the columns without room gone).
+        for width in (round(table.property("everyColumnWidth")), 0):
+            resize(window, width, 0)
+            await settle(0.3)
+            gone = list(table.property("autoHiddenColumns"))
+            assert bool(gone) == (width == 0), gone
+            for column in [c for c in model.columnNames if c != "actions" and c not in gone]:
+                for descending in (False, True):
+                    model.sortBy(column, descending)
+                    arrow = await item(window, f"sortIndicator-{column}")
+                    await until(lambda arrow=arrow: arrow.isVisible(), what=f"{column}'s arrow")
+                    await settle(0.05)
+                    title = await item(window, f"headerText-{column}")
+                    assert not title.property("truncated"), (column, width, title.width())
         model.sortBy("runtime", False)
         await settle(0.2)
         _path, image = save_screenshot(window, "procwindow-sorted-narrowest")

@@ -3,7 +3,7 @@ pragma ComponentBehavior: Bound
 import QtQuick
 
 // A small labelled meter: "CPU ▮▮▮▯▯ 12%". The text comes formatted from Python;
-// the bar shows `value` clamped to 0…1.
+// the bar shows `value` clamped to 0…1. Compact, the bar goes ("CPU 12%").
 Item {
     id: gauge
 
@@ -11,6 +11,7 @@ Item {
     property string valueText
     property real value: 0
     property color barColor: Theme.accent
+    property bool compact: false
 
     implicitWidth: row.implicitWidth
     implicitHeight: Theme.buttonSize
@@ -30,6 +31,8 @@ Item {
             font.letterSpacing: 0.5
         }
         Rectangle {
+            objectName: "gaugeBar"
+            visible: !gauge.compact
             anchors.verticalCenter: parent.verticalCenter
             width: 44
             height: 6

@@ -4,12 +4,14 @@ import QtQuick
 import QtQuick.Controls
 import QtQuick.Layouts
 
-// A menu item that shows its keyboard shortcut on the right.
+// A menu item that shows its keyboard shortcut on the right; with checkBox, a box
+// on the left, ticked while checked.
 MenuItem {
     id: entry
 
     property string shortcutText
     property string iconName
+    property bool checkBox: false
 
     implicitHeight: 28
     leftPadding: 10
@@ -20,8 +22,30 @@ MenuItem {
     icon.height: 16
     icon.color: enabled ? Theme.textDim : Theme.textFaint
 
+    // The box is drawn in the row below, in the theme's colours.
+    indicator: null
+    Accessible.checkable: checkBox
+    Accessible.checked: checkBox && checked
     contentItem: RowLayout {
         spacing: 10
+        // The box (the style's own indicator is not drawn: see below).
+        Rectangle {
+            visible: entry.checkBox
+            Layout.preferredWidth: 14
+            Layout.preferredHeight: 14
+            Layout.leftMargin: 1
+            radius: 3
+            color: Theme.input
+            border.color: entry.highlighted ? Theme.textOnAccent : Theme.borderStrong
+            opacity: entry.enabled ? 1.0 : 0.5
+            Text {
+                anchors.centerIn: parent
+                text: entry.checked ? "✓" : ""
+                color: entry.enabled ? Theme.accent : Theme.textFaint
+                font.pixelSize: Theme.fontSize - 1
+                font.weight: Font.DemiBold
+            }
+        }
         Image {
             Layout.preferredWidth: 16
             Layout.preferredHeight: 16

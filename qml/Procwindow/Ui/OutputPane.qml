@@ -22,6 +22,10 @@ FocusScope {
     readonly property TerminalModel terminal: viewModel.pane.terminal
     // The terminal's screen shows, not the lines.
     readonly property bool terminalShown: terminal.active
+    // Below 800 px the header's row is short of room: its gauges drop their bars and
+    // the filter field keeps to its narrowest, so that the header reads whole and the
+    // buttons at the end of the row stay in the pane.
+    readonly property bool narrow: width < 800
     // Shortcut texts for the tooltips (the window owns the shortcuts).
     property string filterShortcut: "Ctrl+F"
     property string copyShortcut: "Ctrl+C"
@@ -123,17 +127,26 @@ FocusScope {
                 spacing: Theme.spacing
 
                 Text {
+                    id: outputHeader
                     objectName: "outputHeader"
                     text: pane.outputModel.header
                     color: Theme.text
                     font.pixelSize: Theme.fontSize
                     font.weight: Font.DemiBold
                     elide: Text.ElideRight
+                    // In a narrow window it gives way (elided, whole on hover) before the
+                    // buttons at the end of the row leave the pane.
+                    Layout.fillWidth: true
                     Layout.maximumWidth: 200
+                    HoverHandler { id: outputHeaderHover }
+                    ToolTip.visible: outputHeaderHover.hovered && outputHeader.truncated
+                    ToolTip.delay: 500
+                    ToolTip.text: outputHeader.text
                 }
                 Gauge {
                     objectName: "cpuGauge"
                     visible: pane.outputModel.procId >= 0
+                    compact: pane.narrow
                     enabled: pane.stats.active
                     label: qsTr("CPU")
                     value: pane.viewModel.cpuLoad
@@ -143,6 +156,7 @@ FocusScope {
                 Gauge {
                     objectName: "memGauge"
                     visible: pane.outputModel.procId >= 0
+                    compact: pane.narrow
                     enabled: pane.stats.active
                     label: qsTr("Mem")
                     value: pane.viewModel.memoryLoad
@@ -161,7 +175,7 @@ FocusScope {
                     // It gives way (to 150 px) before the buttons beside it leave the pane.
                     Layout.fillWidth: true
                     Layout.minimumWidth: 150
-                    Layout.preferredWidth: Math.min(320, Math.max(180, pane.width * 0.3))
+                    Layout.preferredWidth: pane.narrow ? 150 : Math.min(320, Math.max(180, pane.width * 0.3))
                     Layout.maximumWidth: Layout.preferredWidth
                     onNextRequested: pane.find.next()
                     onPreviousRequested: pane.find.previous()

@@ -10,7 +10,11 @@ import Procwindow
 // it decides what happens (the KDE table/page split). Each column has its own
 // cell, which reads only the roles it shows. A click on a header sorts by its
 // column (again: descending; a third time: newest first again); a drag on a
-// header's right edge resizes its column (a double click: back to automatic).
+// header's right edge resizes its column (a double click: back to automatic); a
+// right click on the header opens the column chooser (hide or show a column).
+// Columns that do not fit go, the least needed first (ProcTableStyle): the
+// actions stay whole at any width the window allows. With a settingsKey, what the
+// person chose (hidden columns, widths, sort) is kept for the next table of the kind.
 // While the pointer is over the rows the model holds their order: no row moves
 // under it as values change (the sort arrow dims while a reorder waits).
 FocusScope {
@@ -28,10 +32,18 @@ FocusScope {
     property string killShortcut: "Ctrl+K"
     property string restartShortcut: "Ctrl+R"
     property string dismissShortcut: "Del"
+    // The kind of window the table is in ("overview", "procWindow"): what the person
+    // chose is remembered per kind ("": nothing is remembered).
+    property string settingsKey: ""
     readonly property alias view: view
-    // The narrowest the table shows every column in (room for the scroll bar included):
-    // the page keeps its window, or its pane, at least this wide.
-    readonly property real minimumWidth: style.minimumWidth + verticalBar.implicitWidth
+    // The narrowest the table gets, the columns that can go gone (room for the scroll
+    // bar included): the page keeps its window, or its pane, at least this wide.
+    readonly property real minimumWidth: style.narrowestWidth + verticalBar.implicitWidth
+    // The narrowest the table shows every column in; narrower, columns go.
+    readonly property real everyColumnWidth: style.minimumWidth + verticalBar.implicitWidth
+    // The columns the person hid, and those gone for lack of room.
+    readonly property list<string> hiddenColumns: style.hiddenColumns
+    readonly property list<string> autoHiddenColumns: style.autoHiddenColumns
 
     signal selected(int procId)
     signal streamRequested(int procId)
@@ -56,8 +68,12 @@ FocusScope {
         statusFontFamily: table.statusFont.family
         statusFontSize: table.statusFont.pixelSize
         statusPadding: table.statusIndent + Theme.spacing * 2 + 4
+        settingsKey: table.settingsKey
         onColumnWidthsChanged: view.forceLayout()
     }
+
+    // The sort a person left a table of this kind in.
+    Component.onCompleted: style.restoreSort(table.procModel)
 
     // The rows keep their order while the pointer is over them or presses one.
     Binding {
@@ -93,6 +109,9 @@ FocusScope {
 
             objectName: "header-" + key
             implicitHeight: 28
+            // A column that went (0 px wide) can leave its title loaded, drawn over the
+            // next one's: the header relays out its columns only as far as their widths.
+            visible: (style.columnWidths[column] ?? 0) > 0
             // Each title over the next: a column's resize handle reaches past its edge.
             z: 1000 - column
             color: headerHover.hovered && key !== "actions" ? Theme.hover : Theme.header
@@ -100,8 +119,16 @@ FocusScope {
             HoverHandler { id: headerHover }
             TapHandler {
                 acceptedButtons: Qt.LeftButton
-                onTapped: table.procModel.cycleSort(headerCell.key)
+                onTapped: style.cycleSort(table.procModel, headerCell.key)
             }
+            TapHandler {
+                acceptedButtons: Qt.RightButton
+                onTapped: eventPoint => columnMenu.popup(headerCell, eventPoint.position.x, eventPoint.position.y)
+            }
+            // A title too long for its column elides; the whole of it shows on hover.
+            ToolTip.visible: headerHover.hovered && headerText.truncated
+            ToolTip.delay: 500
+            ToolTip.text: headerCell.display
 
             // The sort arrow never cuts the title: a number column's goes to the left of
             // its title (which stays over the numbers), another's may reach into the
@@ -119,6 +146,7 @@ FocusScope {
                     spacing: 3
                     layoutDirection: headerCell.alignRight ? Qt.RightToLeft : Qt.LeftToRight
                     Text {
+                        id: headerText
                         objectName: "headerText-" + headerCell.key
                         height: parent.height
                         width: Math.min(implicitWidth, headerRoom.width - (sortArrow.visible ? sortArrow.width + 3 : 0))
@@ -178,6 +206,56 @@ FocusScope {
                     color: resizeHandle.containsMouse || resizeHandle.pressed ? Theme.accent : Theme.border
                 }
             }
+        }
+    }
+
+    // The column chooser: a box per column, ticked while the person shows it (one
+    // ticked but without room says so); the command and the actions always show.
+    Menu {
+        id: columnMenu
+        objectName: "columnMenu"
+        padding: 4
+        background: Rectangle {
+            implicitWidth: 200
+            color: Theme.raised
+            radius: 6
+            border.color: Theme.borderStrong
+        }
+
+        Instantiator {
+            model: style.columnNames.filter(name => name !== "actions")
+            delegate: MenuEntry {
+                id: columnEntry
+                required property string modelData
+                readonly property bool shownByPerson: style.hiddenColumns.indexOf(modelData) < 0
+                objectName: "columnMenuItem-" + modelData
+                text: style.columnTitle(modelData)
+                shortcutText: style.autoHiddenColumns.indexOf(modelData) >= 0 ? qsTr("no room") : ""
+                // A box the style ticks (a checkable item would tick it itself, unbound).
+                checkBox: true
+                checked: shownByPerson
+                enabled: style.hideable(modelData)
+                onTriggered: style.setColumnShown(modelData, !shownByPerson)
+            }
+            onObjectAdded: (index, object) => columnMenu.insertItem(index, object as MenuItem)
+            onObjectRemoved: (index, object) => columnMenu.removeItem(object as MenuItem)
+        }
+        MenuSeparator {
+            contentItem: Rectangle {
+                implicitHeight: 1
+                color: Theme.border
+            }
+        }
+        MenuEntry {
+            objectName: "showAllColumnsMenuItem"
+            text: qsTr("Show all columns")
+            enabled: style.hiddenColumns.length > 0
+            onTriggered: style.showAllColumns()
+        }
+        MenuEntry {
+            objectName: "automaticWidthsMenuItem"
+            text: qsTr("Automatic widths")
+            onTriggered: style.resetColumns()
         }
     }
 

@@ -23,8 +23,9 @@ ThemedWindow {
 
     width: 1040
     height: 680
-    // Every column of the table fits (a session's table has an Agent column too).
-    minimumWidth: Math.max(720, table.minimumWidth)
+    // 700 px: the narrowest the header bar and the output pane's tools are laid out
+    // for. The table fits in it: the columns that have no room go, the actions stay.
+    minimumWidth: Math.max(700, table.minimumWidth)
     minimumHeight: 420
     title: viewModel.windowTitle
 
@@ -223,6 +224,7 @@ ThemedWindow {
                 anchors.bottom: parent.bottom
                 visible: !root.viewModel.showHistory
                 procModel: root.viewModel.procModel
+                settingsKey: "procWindow"
                 currentProcId: root.viewModel.currentProcId
                 streamingProcId: root.viewModel.streamingProcId
 
