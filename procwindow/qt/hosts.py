@@ -4,7 +4,7 @@ The main window shows one supervisor or several: its own (in process), and
 any it is attached to (a ``serve`` here, a window of another process, one on
 another machine through ssh). Each is a :class:`Host`: the supervisor, the
 tree of its sessions and agents, the scope selected on it, the controller its
-actions go through, the overview of its selected scope and its search. The
+actions go through and the overview of its selected scope. The
 main window's model (:class:`~procwindow.qt.MainWindowModel`) switches
 between them as the selection moves, so every action acts on the supervisor
 its scope belongs to.
@@ -26,7 +26,7 @@ from procwindow.core import SupervisorAPI
 
 from ._support import stored_property
 from .controller import ActiveScope, ProcController
-from .models import ProcModel, SearchModel, SessionModel
+from .models import ProcModel, SessionModel
 from .notify import FailureNotifier
 
 __all__ = ["LOCAL_KEY", "LOCAL_LABEL", "Host"]
@@ -75,7 +75,6 @@ class Host(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self.active_scope = ActiveScope(self)
         self.controller = ProcController(supervisor, self)
         self.overview_model = ProcModel(supervisor, parent=self)
-        self.search_model = SearchModel(supervisor, self)
         self.notifier = FailureNotifier(supervisor, self) if notify else None
         self._where = supervisor.where
         self._connected = supervisor.connected
@@ -122,6 +121,5 @@ class Host(QObject):  # type: ignore[operator]  # PySide's stub: not callable
         self._unlisten()
         self.session_model.close()
         self.overview_model.close()
-        self.search_model.cancel()
         if self.notifier is not None:
             self.notifier.close()

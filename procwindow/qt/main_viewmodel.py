@@ -22,7 +22,7 @@ from .attachform import AttachForm
 from .controller import ActiveScope, ProcController
 from .host_tree import HostTreeModel
 from .hosts import Host
-from .models import ProcModel, SearchModel
+from .models import ProcModel, SearchModel, SearchSource
 from .runform import RunForm
 from .viewmodel import ProcWindowModel
 
@@ -99,15 +99,17 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     The window shows the supervisors of ``tree`` (a :class:`HostTreeModel` of
     one :class:`Host` or several). The node made current in the session tree
     is the active scope: its host becomes ``activeHost``, and ``activeScope``,
-    ``controller``, ``overviewModel`` and ``searchModel`` are that host's, so
+    ``controller`` and ``overviewModel`` are that host's, so
     every action acts on the supervisor its scope belongs to. A host's own
     node (shown when there are several) selects the host and no session.
     ``treeSelection`` keeps the tree on the active scope (see
     :class:`ScopeSelection`). ``open_window(host, session, agent)`` (given by
     the application) opens or raises a ProcWindow and returns its
     :class:`ProcWindowModel`. ``searchModel`` searches the output of every
-    run of the active host, live and past (``searchShown`` puts its results in
-    place of the overview); ``openLine`` opens a hit at its line.
+    run of every host, live and past (``searchShown`` puts its results in
+    place of the overview); ``openLine`` opens a hit on its host, at its line.
+    Messages about a host's processes (the status line, the desktop's
+    notifications) name the host when there are several.
     """
 
     statusChanged = Signal()
@@ -118,8 +120,8 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     #: The search field should take the keyboard (``showSearch``).
     searchFocusRequested = Signal()
     activeHostChanged = Signal()
-    """``activeHost`` changed, and with it ``activeScope``, ``controller``,
-    ``overviewModel`` and ``searchModel``."""
+    """``activeHost`` changed, and with it ``activeScope``, ``controller`` and
+    ``overviewModel``."""
     searchPlaceholderChanged = Signal()
     detachRequested = Signal(str, arguments=["host"])
     """The person asked to stop watching the host of this key (the application closes its link)."""
@@ -145,6 +147,7 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._run_form = RunForm(self._host.controller, self)
         self._attach_form = AttachForm(self)
         self._search_shown = False
+        self._search = SearchModel(parent=self, sources=self._search_sources)
         self._status_timer = QTimer(self)
         self._status_timer.setSingleShot(True)
         self._status_timer.setInterval(STATUS_MS)
@@ -153,9 +156,9 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         for host in hosts:
             self._follow(host)
         tree.hostsChanged.connect(self._on_hosts_changed)
-        # The search's placeholder names the host searched when there are several.
+        # The search's placeholder says every host is searched when there are several.
         tree.hostsChanged.connect(self.searchPlaceholderChanged)
-        self.activeHostChanged.connect(self.searchPlaceholderChanged)
+        self._name_notifications()
         self._on_scope_changed()
 
     # -- the hosts ---------------------------------------------------------------------------
@@ -196,12 +199,19 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
                 self._follow(host)
         if self._host.key not in hosts:
             self._set_host(next(iter(hosts.values())))
+        self._name_notifications()
         self._update_overview()
         self.showActiveScope()
 
     def _on_host(self, host: Host, message: str) -> str:
         """``message``, naming the host it is about when the window shows several."""
         return f"{host.label}: {message}" if self._tree.shows_hosts else message
+
+    def _name_notifications(self) -> None:
+        """The desktop's notifications of each host name it when there are several."""
+        for host in self._tree.hosts():
+            if host.notifier is not None:
+                host.notifier.host_label = host.label if self._tree.shows_hosts else ""
 
     def _choose(self, host: Host, session: str, agent: str) -> None:
         """The tree made a node current: its scope becomes the active one."""
@@ -218,8 +228,6 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _set_host(self, host: Host) -> None:
         if host is self._host:
             return
-        if self._search_shown:
-            self._host.search_model.cancel()
         self._host = host
         self.activeHostChanged.emit()
 
@@ -264,23 +272,27 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
 
     # -- searching every run ----------------------------------------------------------------
 
-    def _get_search(self) -> SearchModel:
-        return self._host.search_model
+    def _search_sources(self) -> list[SearchSource]:
+        """Every host, in the tree's order (a disconnected one is noted, not searched)."""
+        return [SearchSource(h.supervisor, h.key, h.label, h.connected) for h in self._tree.hosts()]
 
-    searchModel = Property(SearchModel, _get_search, notify=activeHostChanged)
-    """The search across the output of every run of the active host, live and past."""
+    def _get_search(self) -> SearchModel:
+        return self._search
+
+    searchModel = Property(SearchModel, _get_search, constant=True)
+    """The search across the output of every run of every host, live and past."""
 
     def _get_search_placeholder(self) -> str:
-        if self._tree.shows_hosts:  # which supervisor is searched
-            return f"Search the output of every run on {self._host.label}, also past ones…"
+        if self._tree.shows_hosts:
+            return "Search the output of every run on every host, also past ones…"
         return "Search the output of every run, also past ones…"
 
     searchPlaceholder = Property(str, _get_search_placeholder, notify=searchPlaceholderChanged)
-    """What the empty search field says (the host it searches, when there are several)."""
+    """What the empty search field says (that it searches every host, when there are several)."""
 
     def _on_search_shown(self) -> None:
         if not self._search_shown:
-            self._host.search_model.cancel()
+            self._search.cancel()
 
     searchShown = stored_property(
         bool, "_search_shown", searchShownChanged, on_change=_on_search_shown
@@ -293,22 +305,30 @@ class MainWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self.searchShown = True
         self.searchFocusRequested.emit()
 
-    @Slot(int, int)
-    def openLine(self, procId: int, seq: int) -> None:
-        """Open the ProcWindow of ``procId``'s scope on its line ``seq`` (a search
-        hit of the active host).
+    @Slot(str, int, int)
+    def openLine(self, host: str, procId: int, seq: int) -> None:
+        """Open the ProcWindow of ``procId``'s scope on the host of key ``host``,
+        on its line ``seq`` (a search hit).
 
-        The scope becomes the active one; a run that is not live opens in the
-        window's History view.
+        The scope becomes the active one (its host the active host); a run
+        that is not live opens in the window's History view.
         """
-        host = self._host
-        try:
-            proc = host.supervisor.get(procId)
-        except ProcwindowError as exc:
-            self.showStatus(str(exc), True)
+        shown = self._tree.host(host)
+        if shown is None:  # detached since the search
+            self.showStatus("The host of this match is no longer shown", True)
             return
-        host.active_scope.setScope(proc.session, proc.agent)
-        window = self._open_window(host, proc.session, proc.agent)
+        try:
+            proc = shown.supervisor.get(procId)
+            session, agent = proc.session, proc.agent
+        except ProcwindowError as exc:
+            # An attached server knows a past run it has not listed yet: its hit says where.
+            scope = self._search.scope_of(host, procId)
+            if scope is None:
+                self.showStatus(self._on_host(shown, str(exc)), True)
+                return
+            session, agent = scope
+        shown.active_scope.setScope(session, agent)
+        window = self._open_window(shown, session, agent)
         if window is not None:
             window.showLine(procId, seq)
 

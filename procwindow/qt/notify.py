@@ -73,6 +73,8 @@ class FailureNotifier(QObject):
     ended, or how many failed. ``command`` is the notifier to run (summary and
     body are appended; default: :func:`notifier_command`); ``active()`` says
     whether the application has the focus (default: Qt's application state).
+    ``host_label``, when set, names the supervisor in each summary (``ci on
+    build: make failed (2)``): the window that shows several sets it.
     ``sent`` fires with the summary and body of each notification sent.
     """
 
@@ -91,6 +93,7 @@ class FailureNotifier(QObject):
         self._sup = resolve_supervisor(supervisor, "FailureNotifier")
         self._command = list(command) if command is not None else notifier_command()
         self._active = active
+        self.host_label = ""
         self._failed: list[Event] = []
         self._running: set[QProcess] = set()
         self._timer = QTimer(self)
@@ -137,6 +140,8 @@ class FailureNotifier(QObject):
             )
             if len(failed) > 5:
                 body += f"\n… and {len(failed) - 5} more"
+        if self.host_label:
+            summary = f"{self.host_label}: {summary}"
         self._run([*self._command, summary, body])
         self.sent.emit(summary, body)
 

@@ -174,13 +174,14 @@ def test_every_action_acts_on_the_supervisor_of_its_scope(
     async def scenario() -> None:
         mine = await sup.spawn(SLEEP, session="web", agent="api")
         theirs = await remote.spawn(SLEEP, session="web", agent="api")
+        search = model.searchModel
         # A session of the remote made current: its host is the active one.
         with qtbot.waitSignal(model.activeHostChanged):
             model.treeSelection.setCurrentIndex(tree.indexFor("web", "api", "test"), select)
         assert model.activeHost is other
         assert model.controller is other.controller
         assert model.overviewModel is other.overview_model
-        assert model.searchModel is other.search_model
+        assert model.searchModel is search  # the search covers every host: the window's
         await until(lambda: model.overviewModel.count == 1, what="the remote's row")
         assert model.overviewModel.procIdAt(0) == theirs.id
         assert model.overviewSummary.startswith("on test (serve)  ·  1 process")

@@ -131,3 +131,22 @@ def test_a_timeout_is_a_failure(notify_send: Path, sup: Supervisor, qrun: QRun) 
         await asyncio.sleep(0.1)
 
     qrun(scenario())
+
+
+@pytest.mark.promise("The window: Notifications")
+def test_a_notification_names_its_host_when_told_one(
+    notify_send: Path, sup: Supervisor, qrun: QRun
+) -> None:
+    async def scenario() -> None:
+        notifier = FailureNotifier(sup, active=lambda: False, coalesce_ms=100)
+        notifier.host_label = "ci on build"  # the window shows several supervisors
+        bad = await sup.spawn(["sh", "-c", "exit 3"], session="s", agent="a")
+        await sup.wait(bad.id)
+        await until(lambda: notifications(notify_send), what="the notification")
+        summary, body = notifications(notify_send)[0][-2:]
+        assert summary == "ci on build: sh -c 'exit 3' failed (3)"
+        assert body == f"s / a · process {bad.id}"
+        notifier.close()
+        await asyncio.sleep(0.1)
+
+    qrun(scenario())

@@ -5,7 +5,8 @@
   its lines and filter scan live, without Qt, in ``_lines``.
 - :class:`SessionModel` (``sessions``): the tree of sessions and their agents, with live counts.
 - :class:`HistoryModel` (``history``): every recorded run of a scope, newest first.
-- :class:`SearchModel` (``search``): the lines of every run, live and past, that match a pattern.
+- :class:`SearchModel` (``search``): the lines of every run, live and past, that match a pattern
+  (on one supervisor or several).
 
 Their roles and columns are in ``roles``, the words and colours they show in
 ``format``. Each model follows the supervisor through an
@@ -34,7 +35,7 @@ from .roles import (
     ProcRole,
     SessionRole,
 )
-from .search import SearchModel, SearchRole
+from .search import SearchModel, SearchRole, SearchSource
 from .sessions import SessionModel
 
 # The constants are importable from here as they were from the single module
@@ -62,6 +63,7 @@ __all__ = [
     "ProcRole",
     "SearchModel",
     "SearchRole",
+    "SearchSource",
     "SessionModel",
     "SessionRole",
     "status_text",

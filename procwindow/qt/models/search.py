@@ -1,8 +1,10 @@
 """SearchModel: the lines of every run, live and past, that match a pattern.
 
-The main window's search across all history. :meth:`Supervisor.search` does
-the work (on the loop, in slices, newest runs first); this model collects its
-hits and shows them in batches, a frame at a time.
+The main window's search across all history, on one supervisor or several
+(the window's own and those it is attached to). :meth:`Supervisor.search` does
+the work (on the loop, in slices, newest runs first); this model runs one
+search per supervisor at once, collects their hits and shows them in batches,
+a frame at a time.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import enum
 import functools
 import logging
 import weakref
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 
 from PySide6.QtCore import QAbstractListModel, QByteArray, QObject, Qt, QTimer, Signal, Slot
@@ -34,19 +36,21 @@ from .._support import (
 from .format import time_text
 from .roles import DISPLAY, ROOT, ModelIndex
 
-__all__ = ["FLUSH_MS", "MAX_HITS", "SearchModel", "SearchRole"]
+__all__ = ["FLUSH_MS", "MAX_HITS", "SearchModel", "SearchRole", "SearchSource"]
 
 QML_IMPORT_NAME = "Procwindow"
 QML_IMPORT_MAJOR_VERSION = 1
 
 log = logging.getLogger("procwindow")
 
-#: Hits shown at most: a search stops there (and says so).
+#: Hits shown at most, from every supervisor together: a search stops there (and says so).
 MAX_HITS = 5_000
 #: Milliseconds between two batches of hits shown.
 FLUSH_MS = 50
 #: Characters of a hit's line shown (the whole line opens with the proc).
 _TEXT_CHARS = 400
+#: Between the parts of the line under the field.
+_SEP = "  ·  "
 
 
 class SearchRole(enum.IntEnum):
@@ -64,6 +68,8 @@ class SearchRole(enum.IntEnum):
     RUN_TITLE = enum.auto()
     SCOPE_TEXT = enum.auto()
     IS_STDERR = enum.auto()
+    HOST = enum.auto()
+    HOST_LABEL = enum.auto()
 
 
 _ROLE_NAMES: dict[int, QByteArray] = {
@@ -79,10 +85,25 @@ _ROLE_NAMES: dict[int, QByteArray] = {
     SearchRole.RUN_TITLE: QByteArray(b"runTitle"),
     SearchRole.SCOPE_TEXT: QByteArray(b"scopeText"),
     SearchRole.IS_STDERR: QByteArray(b"isStderr"),
+    SearchRole.HOST: QByteArray(b"host"),
+    SearchRole.HOST_LABEL: QByteArray(b"hostLabel"),
     Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
 }
 #: What the line under the field says before any search.
 _HINT = "Enter searches the live processes and the history, newest runs first"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchSource:
+    """A supervisor to search. ``key`` names it to whoever opens a hit (each
+    hit's ``host``); ``label`` names it to the person (``ci on build``), on
+    its hits when there are several sources and in what the status line says
+    of it. A source not ``connected`` is not searched, and the status says so."""
+
+    supervisor: SupervisorAPI
+    key: str = ""
+    label: str = ""
+    connected: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +117,8 @@ class _Hit:
     time_text: str
     stream: str
     first_of_proc: bool
+    host: str
+    host_label: str  # "" when the search covers one supervisor
 
     def value(self, role: int) -> object:
         match role:
@@ -123,8 +146,13 @@ class _Hit:
                 return f"{self.session} / {self.agent}  ·  #{self.proc_id}"
             case SearchRole.IS_STDERR:
                 return self.stream == Stream.STDERR.value
+            case SearchRole.HOST:
+                return self.host
+            case SearchRole.HOST_LABEL:
+                return self.host_label
             case Qt.ItemDataRole.ToolTipRole:
-                return f"Open this run at line {self.seq}"
+                where = f" on {self.host_label}" if self.host_label else ""
+                return f"Open this run{where} at line {self.seq}"
         return empty_data(role)
 
 
@@ -133,11 +161,22 @@ class SearchModel(QAbstractListModel):
     """Matching lines across the history: set ``pattern`` (and ``regex``,
     ``caseSensitive``), then ``start()``.
 
-    Hits arrive newest run first, each run's lines in order, and show every
-    FLUSH_MS. ``running`` is true until the search has read everything (or
-    stopped at MAX_HITS, or ``cancel()``); ``statusText`` says where it is. A
-    new ``start()`` cancels the search under way. Nothing runs once the model
-    is destroyed.
+    ``sources`` (Python only) gives the supervisors to search, asked anew at
+    each ``start()``; without it, the model searches ``supervisor`` alone.
+    The supervisors are searched at once. Their hits are grouped by
+    supervisor, in the order of ``sources``, each one's newest run first and
+    each run's lines in order: proc ids and clocks of different machines do
+    not compare, so a merge by either could put a run in the wrong place, and
+    a supervisor's hits stay where they are while another's arrive. Hits show
+    every FLUSH_MS; with several sources each names its supervisor
+    (``hostLabel``). A source not connected is skipped; one whose search fails
+    does not stop the others: the status says which (a failure all share, as
+    a bad pattern, once).
+
+    ``running`` is true until every search has read everything (or MAX_HITS
+    hits in all were found, or ``cancel()``); ``statusText`` says where it is.
+    A new ``start()`` cancels the search under way. Nothing runs once the
+    model is destroyed.
     """
 
     patternChanged = Signal()
@@ -153,9 +192,14 @@ class SearchModel(QAbstractListModel):
         parent: QObject | None = None,
         *,
         max_hits: int = MAX_HITS,
+        sources: Callable[[], Sequence[SearchSource]] | None = None,
     ) -> None:
         super().__init__(parent)
-        self._sup = resolve_supervisor(supervisor, "SearchModel")
+        if sources is None:
+            only = SearchSource(resolve_supervisor(supervisor, "SearchModel"))
+            sources = functools.partial(lambda source: [source], only)
+        self._get_sources = sources
+        self._sources: list[SearchSource] = []
         self._pattern = ""
         self._regex = False
         self._case = False
@@ -164,9 +208,14 @@ class SearchModel(QAbstractListModel):
         self._status = ""
         self._error = False
         self._hits: list[_Hit] = []
-        self._pending: list[_Hit] = []
-        self._procs: set[int] = set()
-        self._commands: dict[int, str] = {}
+        self._shown: list[int] = []  # hits shown of each source (their rows follow in order)
+        self._pending: dict[int, list[_Hit]] = {}  # source -> its hits for the next batch
+        self._pending_count = 0
+        self._procs: set[tuple[int, int]] = set()  # (source, proc id)
+        self._commands: dict[tuple[int, int], str] = {}
+        self._skipped: list[int] = []  # sources not connected
+        self._failed: dict[int, str] = {}  # source -> why its search failed
+        self._searched = 0  # sources asked
         self._capped = False
         self._task: asyncio.Task[None] | None = None
         self._flush = QTimer(self)
@@ -199,9 +248,11 @@ class SearchModel(QAbstractListModel):
         return self._error
 
     statusText = qt_property(str, _get_status, notify=statusChanged)
-    """``searching… 12 matches in 3 runs``, ``No match``, or why the pattern is bad."""
+    """``searching… 12 matches in 3 runs``, ``No match``, or why the pattern is
+    bad; then the supervisors not searched, and why."""
     statusError = qt_property(bool, _get_error, notify=statusChanged)
-    """True when ``statusText`` is an error (a bad regular expression)."""
+    """True when ``statusText`` is an error: the search failed on every
+    supervisor searched (a bad regular expression)."""
     summaryText = qt_property(str, lambda self: self._status or _HINT, notify=statusChanged)
     """What the line under the search field says: ``statusText``, or before any
     search what Enter does."""
@@ -214,20 +265,40 @@ class SearchModel(QAbstractListModel):
         if not self._pattern:
             self._set_status("", False)
             return
-        try:
-            hits = self._sup.search(self._pattern, regex=self._regex, case_sensitive=self._case)
-        except InvalidPattern as exc:
-            self._set_status(str(exc), True)
+        streams = self._open_searches()
+        if not streams:
+            self._finish()
             return
         task = current_loop().create_task(
-            _collect(weakref.ref(self), hits), name=f"procwindow.qt search {self._pattern!r}"
+            _search_all(weakref.ref(self), streams),
+            name=f"procwindow.qt search {self._pattern!r}",
         )
         self._task = task
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         set_stored(self, "_running", True, SearchModel.runningChanged)
         self._flush.start()
-        self._set_status("searching…", False)
+        self._set_status(self._with_notes("searching…"), False)
+
+    def _open_searches(self) -> list[tuple[int, AsyncIterator[SearchHit]]]:
+        """Start the search of every connected source: each one's index and hits."""
+        self._sources = list(self._get_sources())
+        self._shown = [0] * len(self._sources)
+        streams: list[tuple[int, AsyncIterator[SearchHit]]] = []
+        for i, source in enumerate(self._sources):
+            if not source.connected:
+                self._skipped.append(i)
+                continue
+            self._searched += 1
+            try:
+                hits = source.supervisor.search(
+                    self._pattern, regex=self._regex, case_sensitive=self._case
+                )
+            except InvalidPattern as exc:
+                self._failed[i] = str(exc)
+                continue
+            streams.append((i, hits))
+        return streams
 
     @Slot(str)
     def search(self, pattern: str) -> None:
@@ -254,71 +325,122 @@ class SearchModel(QAbstractListModel):
         """The line number (seq) of the hit at ``row``, -1 if none."""
         return self._hits[row].seq if 0 <= row < len(self._hits) else -1
 
-    # -- collecting (the task) ---------------------------------------------------
+    @Slot(int, result=str)
+    def hostAt(self, row: int) -> str:
+        """The key of the supervisor of the hit at ``row`` ("" if none)."""
+        return self._hits[row].host if 0 <= row < len(self._hits) else ""
 
-    def _add(self, hit: SearchHit) -> bool:
-        """Keep a hit for the next batch; False once there are enough."""
+    def scope_of(self, host: str, proc_id: int) -> tuple[str, str] | None:
+        """The session and agent of a hit of ``proc_id`` on ``host``, or None."""
+        hit = next((h for h in self._hits if h.host == host and h.proc_id == proc_id), None)
+        return None if hit is None else (hit.session, hit.agent)
+
+    # -- collecting (the tasks) ----------------------------------------------------
+
+    def _add(self, source: int, hit: SearchHit) -> bool:
+        """Keep a hit of ``source`` for the next batch; False once there are enough."""
+        if self._capped:  # another source found the last one
+            return False
         line = hit.line
-        first = hit.proc_id not in self._procs
-        self._procs.add(hit.proc_id)
+        proc = (source, hit.proc_id)
+        first = proc not in self._procs
+        self._procs.add(proc)
         text = ansi.strip_ansi(line.text)
         if len(text) > _TEXT_CHARS:
             text = text[:_TEXT_CHARS] + "…"
-        self._pending.append(
+        where = self._sources[source]
+        self._pending.setdefault(source, []).append(
             _Hit(
                 hit.proc_id,
                 line.seq,
                 hit.session,
                 hit.agent,
-                self._command_of(hit.proc_id),
+                self._command_of(source, hit.proc_id),
                 text,
                 time_text(line.time),
                 line.stream.value,
                 first,
+                where.key,
+                where.label if len(self._sources) > 1 else "",
             )
         )
-        if len(self._hits) + len(self._pending) >= self._max_hits:
+        self._pending_count += 1
+        if len(self._hits) + self._pending_count >= self._max_hits:
             self._capped = True
             return False
         return True
 
-    def _command_of(self, proc_id: int) -> str:
-        command = self._commands.get(proc_id)
+    def _command_of(self, source: int, proc_id: int) -> str:
+        command = self._commands.get((source, proc_id))
         if command is None:
             try:
-                command = self._sup.get(proc_id).cmd
+                command = self._sources[source].supervisor.get(proc_id).cmd
             except ProcNotFound:  # forgotten meanwhile
                 command = ""
-            self._commands[proc_id] = command
+            self._commands[source, proc_id] = command
         return command
 
-    def _finish(self, *, cancelled: bool = False, error: str = "") -> None:
+    def _fail(self, source: int, message: str) -> None:
+        """The search of ``source`` failed: the others go on."""
+        self._failed[source] = message
+
+    def _finish(self, *, cancelled: bool = False) -> None:
         self._flush.stop()
         self._show_pending()
         set_stored(self, "_running", False, SearchModel.runningChanged)
-        if error:
-            self._set_status(error, True)
-            return
+        failed_all = bool(self._failed) and len(self._failed) == self._searched
         found = self._found_text()
+        if failed_all and not self._hits:
+            self._set_status(self._with_notes(self._failures(), failures=False), True)
+            return
         if cancelled:
-            self._set_status(f"stopped · {found}" if self._hits else "stopped", False)
+            text = f"stopped · {found}" if self._hits else "stopped"
         elif self._capped:
-            self._set_status(f"the first {found} (refine the search for more)", False)
+            text = f"the first {found} (refine the search for more)"
+        elif not self._searched:
+            text = ""  # no source connected: the notes say so
         else:
-            self._set_status(found if self._hits else "No match", False)
+            text = found if self._hits else "No match"
+        self._set_status(self._with_notes(text), failed_all)
+
+    # -- the status line -------------------------------------------------------------
+
+    def _name(self, source: int, message: str) -> str:
+        """``message`` about ``source``, naming it when there are several."""
+        label = self._sources[source].label
+        return f"{label}: {message}" if label and len(self._sources) > 1 else message
+
+    def _failures(self) -> str:
+        """Why the sources failed: a reason they all give once, else each its own."""
+        reasons = set(self._failed.values())
+        if len(reasons) == 1:
+            return reasons.pop()
+        return _SEP.join(self._name(i, m) for i, m in sorted(self._failed.items()))
+
+    def _with_notes(self, text: str, *, failures: bool = True) -> str:
+        """``text``, then the sources not searched (and, with ``failures``, those whose
+        search failed)."""
+        notes = [self._name(i, "disconnected, not searched") for i in self._skipped]
+        if failures:
+            notes += [self._name(i, m) for i, m in sorted(self._failed.items())]
+        return _SEP.join(part for part in (text, *notes) if part)
 
     # -- showing -------------------------------------------------------------------
 
     def _show_pending(self) -> None:
         if self._pending:
-            first = len(self._hits)
-            self.beginInsertRows(ROOT, first, first + len(self._pending) - 1)
-            self._hits.extend(self._pending)
-            self._pending = []
-            self.endInsertRows()
+            pending, self._pending, self._pending_count = self._pending, {}, 0
+            for source in sorted(pending):
+                hits = pending[source]
+                # A source's rows follow the rows of the sources before it.
+                at = sum(self._shown[: source + 1])
+                self.beginInsertRows(ROOT, at, at + len(hits) - 1)
+                self._hits[at:at] = hits
+                self._shown[source] += len(hits)
+                self.endInsertRows()
             self.countChanged.emit()
         if self._running:
-            self._set_status(f"searching… {self._found_text()}", False)
+            self._set_status(self._with_notes(f"searching… {self._found_text()}"), False)
 
     def _found_text(self) -> str:
         matches = plural(len(self._hits), "match", "matches")
@@ -326,9 +448,11 @@ class SearchModel(QAbstractListModel):
 
     def _clear(self) -> None:
         self.beginResetModel()
-        self._hits, self._pending = [], []
+        self._hits, self._pending, self._pending_count = [], {}, 0
+        self._shown = []
         self._procs = set()
         self._commands = {}
+        self._skipped, self._failed, self._searched = [], {}, 0
         self._capped = False
         self.endResetModel()
         self.countChanged.emit()
@@ -352,29 +476,58 @@ class SearchModel(QAbstractListModel):
         return self._hits[index.row()].value(role)
 
 
-async def _collect(ref: weakref.ref[SearchModel], hits: AsyncIterator[SearchHit]) -> None:
-    """Feed a model the hits of a search, until it has enough or is gone."""
-    error = ""
+async def _search_all(
+    ref: weakref.ref[SearchModel], streams: list[tuple[int, AsyncIterator[SearchHit]]]
+) -> None:
+    """Feed a model the hits of its searches, all at once, until it has enough or is gone."""
+    loop = asyncio.get_running_loop()
+    owner = asyncio.current_task()
+    tasks = [loop.create_task(_collect(ref, owner, source, hits)) for source, hits in streams]
+    try:
+        pending: set[asyncio.Task[None]] = set(tasks)
+        while pending:
+            _done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            model = ref()
+            if model is None or model._capped:  # the others' hits would not show
+                break
+            del model
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    model = ref()
+    if model is not None and model._task is asyncio.current_task():
+        model._task = None
+        model._finish()
+
+
+async def _collect(
+    ref: weakref.ref[SearchModel],
+    owner: asyncio.Task[object] | None,
+    source: int,
+    hits: AsyncIterator[SearchHit],
+) -> None:
+    """Feed a model the hits of one source's search (the search ``owner`` runs),
+    until it has enough or is gone."""
     try:
         async for hit in hits:
             model = ref()
-            if model is None or not model._add(hit):
+            # A search cancelled, or followed by another, takes no more hits.
+            if model is None or model._task is not owner or not model._add(source, hit):
                 break
             del model
     except asyncio.CancelledError:
         raise
-    except Exception as exc:  # a broken history: say so, keep the window
+    except Exception as exc:  # a broken history, a lost link: say so, keep the others
         log.exception("procwindow.qt: search failed")
-        error = f"search failed: {exc}"
+        model = ref()
+        if model is not None and model._task is owner:
+            model._fail(source, f"search failed: {exc}")
     finally:
         close = getattr(hits, "aclose", None)  # the search's files close now
         if close is not None:
             with contextlib.suppress(Exception):
                 await close()
-    model = ref()
-    if model is not None and model._task is asyncio.current_task():
-        model._task = None
-        model._finish(error=error)
 
 
 def _cancel_all(tasks: set[asyncio.Task[None]], *_: object) -> None:

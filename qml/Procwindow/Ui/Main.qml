@@ -16,8 +16,9 @@ ThemedWindow {
 
     width: 1100
     height: 680
-    // The session tree at its narrowest beside every column of the overview.
-    minimumWidth: Math.max(720, sessionsPane.SplitView.minimumWidth + 1 + overview.minimumWidth)
+    // 700 px: the narrowest the toolbar and the footer are laid out for. The session
+    // tree at its narrowest fits beside the overview, its columns that have no room gone.
+    minimumWidth: Math.max(700, sessionsPane.SplitView.minimumWidth + 1 + overview.minimumWidth)
     minimumHeight: 420
     visible: true
     title: "procwindow"
@@ -177,7 +178,8 @@ ThemedWindow {
         // -- the selected scope (or the search) ---------------------------------------------
         Item {
             SplitView.fillWidth: true
-            // Narrower, the overview would lose columns: the session tree gives way.
+            // Narrower, the overview would have no room for what names a row: the
+            // session tree gives way.
             SplitView.minimumWidth: overview.minimumWidth
 
         SearchPanel {
@@ -187,7 +189,7 @@ ThemedWindow {
             visible: root.viewModel.searchShown
             searchModel: root.viewModel.searchModel
             placeholder: root.viewModel.searchPlaceholder
-            onOpenLine: (procId, seq) => root.viewModel.openLine(procId, seq)
+            onOpenLine: (host, procId, seq) => root.viewModel.openLine(host, procId, seq)
             onCloseRequested: { root.viewModel.searchShown = false; tree.forceActiveFocus() }
         }
 
@@ -240,6 +242,7 @@ ThemedWindow {
                 Layout.fillHeight: true
                 procModel: root.viewModel.overviewModel
                 showActions: false
+                settingsKey: "overview"
                 onSelected: procId => overview.currentProcId = procId
                 onStreamRequested: procId => root.viewModel.streamInWindow(procId)
             }

@@ -5,22 +5,25 @@ import QtQuick.Controls
 import QtQuick.Layouts
 import Procwindow
 
-// The search across the output of every run, live and past: a field, then the
-// matching lines grouped by run (newest run first). A click (or Enter) on a
-// line opens its run at that line.
+// The search across the output of every run, live and past, of every supervisor
+// the window shows: a field, then the matching lines grouped by run (newest run
+// first), each run's heading naming its supervisor when there are several. A
+// click (or Enter) on a line opens its run, on its supervisor, at that line.
 Rectangle {
     id: root
 
     required property SearchModel searchModel
-    // What the empty field says (it names the supervisor searched when the window
+    // What the empty field says (that every supervisor is searched, when the window
     // shows several).
     property string placeholder
 
-    signal openLine(int procId, int seq)
+    // ``host``: the key of the hit's supervisor.
+    signal openLine(string host, int procId, int seq)
     signal closeRequested()
 
     function focusField() { field.forceActiveFocus(); field.selectAll() }
     function search() { root.searchModel.search(field.text) }
+    function openAt(row: int) { root.openLine(root.searchModel.hostAt(row), root.searchModel.procIdAt(row), root.searchModel.seqAt(row)) }
 
     color: Theme.window
 
@@ -129,8 +132,8 @@ Rectangle {
             keyNavigationEnabled: true
             ScrollBar.vertical: ScrollBar {}
 
-            Keys.onReturnPressed: root.openLine(root.searchModel.procIdAt(list.currentIndex), root.searchModel.seqAt(list.currentIndex))
-            Keys.onEnterPressed: root.openLine(root.searchModel.procIdAt(list.currentIndex), root.searchModel.seqAt(list.currentIndex))
+            Keys.onReturnPressed: root.openAt(list.currentIndex)
+            Keys.onEnterPressed: root.openAt(list.currentIndex)
             Keys.onEscapePressed: root.closeRequested()
 
             delegate: Column {
@@ -145,13 +148,15 @@ Rectangle {
                 required property string timeText
                 required property bool isStderr
                 required property bool firstOfProc
+                required property string host
+                required property string hostLabel
 
                 objectName: "searchHit" + index
                 width: ListView.view.width
 
                 // A click on the line, or on its run's heading, opens the run there.
                 TapHandler {
-                    onTapped: { list.currentIndex = hit.index; root.openLine(hit.procId, hit.seq) }
+                    onTapped: { list.currentIndex = hit.index; root.openLine(hit.host, hit.procId, hit.seq) }
                 }
 
                 // The run the lines below belong to.
@@ -173,6 +178,29 @@ Rectangle {
                             font.weight: Font.DemiBold
                             elide: Text.ElideMiddle
                             Layout.fillWidth: true
+                        }
+                        // Its supervisor, when the search covers several.
+                        Rectangle {
+                            objectName: "searchHitHost" + hit.index
+                            visible: hit.hostLabel !== ""
+                            property alias text: hostText.text
+                            Layout.preferredWidth: hostText.implicitWidth + 12
+                            Layout.maximumWidth: 220
+                            Layout.preferredHeight: 18
+                            radius: Theme.radius
+                            color: Theme.input
+                            border.color: Theme.border
+                            Text {
+                                id: hostText
+                                anchors.fill: parent
+                                anchors.leftMargin: 6
+                                anchors.rightMargin: 6
+                                verticalAlignment: Text.AlignVCenter
+                                text: hit.hostLabel
+                                color: Theme.text
+                                font.pixelSize: Theme.smallFontSize
+                                elide: Text.ElideRight
+                            }
                         }
                         Text {
                             text: hit.scopeText
