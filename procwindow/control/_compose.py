@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
@@ -59,7 +60,7 @@ _UNLIMITED = MAX_RESTARTS
 #: A constant backoff (factor 1) whose loop ends only after a run this long (the
 #: longest backoff): process-compose counts every restart, not those in a row.
 _LONG_RUN = MAX_BACKOFF
-_SIGTERM = 15
+_SIGTERM = int(signal.SIGTERM)
 
 # Keys read, and keys refused with why. A value of null is as if the key were absent.
 _TOP = {
@@ -76,10 +77,14 @@ _TOP = {
     "log_format",
     "is_tui_disabled",
 }
-_TOP_REFUSED = {
+#: Refused at the top and in a process alike.
+_REFUSED = {
     "log_location": "procwindow keeps each process's output itself (ctl out, the window)",
     "log_configuration": "procwindow keeps each process's output itself",
     "vars": "Go templates are not rendered",
+}
+_TOP_REFUSED = {
+    **_REFUSED,
     "extends": "one file is read; merge it into this one",
     "env_cmds": "environment commands are not run",
     "services": "this reads like a Docker Compose file, whose services run containers",
@@ -109,11 +114,7 @@ _PROCESS_FLAGS = {
     "is_foreground": "every process starts on its own; run it with procwindow ctl run",
     "is_elevated": "procwindow does not run sudo",
 }
-_PROCESS_REFUSED = {
-    "log_location": "procwindow keeps each process's output itself (ctl out, the window)",
-    "log_configuration": "procwindow keeps each process's output itself",
-    "vars": "Go templates are not rendered",
-}
+_PROCESS_REFUSED = _REFUSED
 _PROBE = {
     "exec",
     "http_get",
@@ -498,12 +499,12 @@ class _Reader(ValueReader):
         table = self.mapping(node, key, _SHUTDOWN, _SHUTDOWN_REFUSED)
         if "signal" in table:
             sub = (*key, "signal")
-            signal = self.integer(table["signal"], sub)
-            if signal != _SIGTERM:
+            number = self.integer(table["signal"], sub)
+            if number != _SIGTERM:
                 raise self.fail(
                     table["signal"],
                     sub,
-                    f"signal {signal} is not read"
+                    f"signal {number} is not read"
                     " (not supported: a command is stopped with SIGTERM, then SIGKILL)",
                 )
         if "parent_only" in table and self.boolean(table["parent_only"], (*key, "parent_only")):
