@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from ._child import Child
 from ._signals import TreeSignals
+from ._soonest import Soonest
 
 __all__ = ["RECHECK", "Leaders"]
 
@@ -51,8 +52,7 @@ class Leaders:
         self._reaped = reaped
         #: Held children, with the monotonic time each was held.
         self._held: dict[Child, float] = {}
-        self._handle: asyncio.TimerHandle | None = None
-        self._due = 0.0
+        self._timer = Soonest(loop, self.check)
 
     def __len__(self) -> int:
         return len(self._held)
@@ -69,21 +69,11 @@ class Leaders:
             # lives, and a file read tells so without a look at all of /proc.
             self.release(child)
             return
-        self._check_in(0.0)
-
-    def _check_in(self, delay: float) -> None:
-        due = self._loop.time() + delay
-        if self._handle is not None:
-            if self._due <= due:
-                return
-            self._handle.cancel()
-        self._due = due
-        self._handle = self._loop.call_later(delay, self.check)
+        self._timer.within(0.0)
 
     def check(self) -> None:
         """Reap every held leader whose group is empty, on one look at /proc
         taken after the newest was held."""
-        self._handle = None
         if not self._held:
             return
         # A look taken after the newest was held (a member may have been
@@ -91,14 +81,14 @@ class Leaders:
         newest = max(self._held.values())
         snap = self._signals.snap(max(0.0, min(time.monotonic() - newest, RECHECK / 2)))
         if snap is None:  # out of fds: look again later
-            self._check_in(RECHECK)
+            self._timer.within(RECHECK)
             return
         live_groups = {info.pgrp for info in snap.info.values() if info.state not in ("Z", "X")}
         for child in list(self._held):
             if child.proc.pgid not in live_groups:
                 self.release(child)
         if self._held:
-            self._check_in(RECHECK)
+            self._timer.within(RECHECK)
 
     def release(self, child: Child) -> None:
         """Reap ``child``'s held zombie now, whatever is left of its group."""
@@ -112,9 +102,7 @@ class Leaders:
     def close(self) -> None:
         """Reap every held zombie (the supervisor closes: what was left of
         their groups has been stopped, or is the watchdog's now)."""
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        self._timer.cancel()
         for child in list(self._held):
             try:
                 self.release(child)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from . import _linux
 from ._child import Child
 from ._signals import TREE_POLL, TreeSignals
+from ._soonest import Soonest
 from ._statefile import StateFile
 from ._tree import FRESH_TTL
 from ._watchdog import Watchdog
@@ -157,8 +158,7 @@ class Sweeper:
         self._signals = signals
         self._statefile = statefile
         self._watchdog = watchdog
-        self._handle: asyncio.TimerHandle | None = None
-        self._due = 0.0
+        self._sweeps = Soonest(loop, self._sweep)
         self._scan_due = False  # the next sweep reads /proc
         self._reap_handle: asyncio.TimerHandle | None = None
         self._subreaper = False
@@ -200,16 +200,9 @@ class Sweeper:
         if self._closed:
             return
         self._scan_due = self._scan_due or scan
-        due = self._loop.time() + delay
-        if self._handle is not None:
-            if self._due <= due:
-                return
-            self._handle.cancel()
-        self._due = due
-        self._handle = self._loop.call_later(delay, self._sweep)
+        self._sweeps.within(delay)
 
     def _sweep(self) -> None:
-        self._handle = None
         if self._scan_due:
             self._scan_due = False
             try:
@@ -268,10 +261,10 @@ class Sweeper:
     def close(self) -> None:
         """Stop sweeping and reaping; reap the orphans that came before."""
         self._closed = True
-        for handle in (self._handle, self._reap_handle):
-            if handle is not None:
-                handle.cancel()
-        self._handle = self._reap_handle = None
+        self._sweeps.cancel()
+        if self._reap_handle is not None:
+            self._reap_handle.cancel()
+            self._reap_handle = None
         if self._subreaper:
             global _subreaper_users
             _subreaper_users -= 1
