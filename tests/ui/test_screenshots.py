@@ -209,3 +209,61 @@ def test_screenshots_of_history_and_search(
         assert_not_blank(path.name, image)
 
     run(scenario(), timeout=90)
+
+
+@pytest.mark.parametrize("size", first_fast(SIZES))
+def test_screenshots_of_a_workspace(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run, size: str
+) -> None:
+    """A workspace running: a command ready, one waiting on it, one that gave up
+    after a crash loop, its restarts folded into its row and then shown."""
+    from procwindow.core import Backoff, Command, Ready
+    from procwindow.core import Workspace as Stack
+
+    width, height = SIZES[size]
+    db = Command(
+        "stack",
+        "db",
+        tuple(py("print('ready', flush=True)\nimport time; time.sleep(60)")),
+        name="db",
+        ready=Ready(line="ready"),
+    )
+    web = Command("stack", "web", ("sleep", "60"), name="web", depends_on=["db"])
+    api = Command(
+        "stack",
+        "api",
+        ("sh", "-c", "echo cannot bind :8080 >&2; exit 3"),
+        name="api",
+        restart="on-failure",
+        backoff=Backoff(initial=0.1, factor=1.0, cap=60.0),
+        max_restarts=3,
+    )
+
+    async def scenario() -> None:
+        workspace = make_workspace()
+        workspace.load()
+        started = await Stack([db, web, api], name="stack").start(sup)
+        state = await started.wait_ended("api")
+        main = workspace.main_window
+        assert main is not None
+        workspace.active_scope.setScope("stack", "")
+        resize(main, width, height)
+        await until(lambda: find_item(main, "agentNode-stack-api") is not None, what="the tree")
+        await settle(0.5)
+        path, image = save_screenshot(main, f"main-workspace-{size}")
+        assert_not_blank(path.name, image)
+
+        window = open_proc_window(
+            sup, "stack", "", workspace.engine, active_scope=workspace.active_scope
+        )
+        resize(window, width, height)
+        newest = state.runs[-1]
+        await click(window, await item(window, f"runsButton-{newest}"))
+        await click(window, await item(window, f"statusCell-{state.runs[0]}"))
+        await move_mouse_away(window)
+        await settle(0.5)
+        path, image = save_screenshot(window, f"procwindow-workspace-{size}")
+        assert_not_blank(path.name, image)
+        window.close()
+
+    run(scenario())
