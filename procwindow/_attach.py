@@ -5,8 +5,9 @@
 ``ssh://[user@]host[:port][/NAME]``). Each one reached becomes a host of the
 window (:meth:`procwindow.qt.mainwindow.Workspace.add_host`): a node of the session
 tree with its sessions below, whose actions go to that server. One that
-cannot be reached is reported in one line and the others go on; one whose
-link drops later stays shown, greyed, while its RemoteSupervisor reconnects.
+cannot be reached is reported in one line and the others go on: if nothing
+answers there yet (no server runs, the host is down) it is shown all the same,
+greyed, and reached again with backoff, as one whose link drops later is.
 Detaching, or closing the window, closes the links and stops nothing there.
 """
 
@@ -18,13 +19,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from procwindow.control import parse_target
-from procwindow.control.remote import LinkError, RemoteSupervisor
+from procwindow.control.remote import LinkError, NoServer, RemoteSupervisor, SshFailed
 from procwindow.core import ProcwindowError
 
 if TYPE_CHECKING:
     from procwindow.qt.mainwindow import Workspace
 
-__all__ = ["AlreadyShown", "Attached", "Attachments", "connect"]
+__all__ = ["PASSING", "AlreadyShown", "Attached", "Attachments", "connect", "reach_later"]
+
+#: Failures that may pass by themselves (no server answers there yet, the host is
+#: down or refuses connections): such a server is shown, and reached again.
+PASSING = (NoServer, SshFailed)
 
 
 class AlreadyShown(ProcwindowError):
@@ -53,6 +58,25 @@ async def connect(
     remote = await RemoteSupervisor.connect(
         where, ssh_command=ssh_command, remote_procwindow=remote_procwindow
     )
+    return Attached(remote, str(where), where.label)
+
+
+def reach_later(
+    target: str,
+    error: LinkError,
+    *,
+    ssh_command: Sequence[str] | None = None,
+    remote_procwindow: str | None = None,
+) -> Attached:
+    """``target`` could not be reached (``error``, one of PASSING): a supervisor
+    for it that reaches it in the background, with backoff."""
+    where = parse_target(target)
+    remote = RemoteSupervisor(
+        where,
+        ssh_command=list(ssh_command) if ssh_command is not None else None,
+        remote_procwindow=remote_procwindow,
+    )
+    remote.open_later(str(error))
     return Attached(remote, str(where), where.label)
 
 
@@ -88,8 +112,9 @@ class Attachments:
         return dict(self._remotes)
 
     async def show(self, attached: Attached) -> str:
-        """Show a server reached already (its link is this object's to close);
-        return its label. AlreadyShown (its link closed) if it is shown."""
+        """Show a server reached already, or being reached (its link is this
+        object's to close); return its label. AlreadyShown (its link closed) if
+        it is shown."""
         key = attached.key
         if key in self._remotes or self._workspace.tree_model.host(key) is not None:
             await attached.remote.close()
@@ -100,7 +125,8 @@ class Attachments:
         except ProcwindowError:
             scopes = {}
         self._workspace.add_host(attached.remote, key, attached.label, scopes=scopes)
-        self._report(f"Attached to {attached.label}", False)
+        if attached.remote.connected:
+            self._report(f"Attached to {attached.label}", False)
         return attached.label
 
     async def attach(self, target: str) -> str:
@@ -123,10 +149,28 @@ class Attachments:
     async def _attach(self, target: str) -> None:
         try:
             await self.attach(target)
+        except PASSING as exc:
+            await self.show_later(target, exc)
         except LinkError as exc:
             self._report(f"cannot attach {target}: {exc}", True)
         except AlreadyShown as exc:
             self._report(str(exc), True)
+
+    async def show_later(self, target: str, error: LinkError) -> None:
+        """Show ``target``, which could not be reached (``error``): greyed, and
+        reached again with backoff."""
+        attached = reach_later(
+            target,
+            error,
+            ssh_command=self._ssh_command,
+            remote_procwindow=self._remote_procwindow,
+        )
+        try:
+            await self.show(attached)
+        except AlreadyShown as exc:
+            self._report(str(exc), True)
+            return
+        self._report(f"cannot reach {attached.label} yet, trying again: {error}", True)
 
     def _on_detach(self, key: str) -> None:
         task = asyncio.get_running_loop().create_task(self.detach(key), name="procwindow detach")

@@ -43,7 +43,7 @@ from PySide6.QtQuick import QQuickWindow
 from PySide6.QtWidgets import QApplication
 
 from procwindow import PROG
-from procwindow._attach import AlreadyShown, Attached, Attachments, connect
+from procwindow._attach import PASSING, AlreadyShown, Attached, Attachments, connect
 from procwindow._paths import resources_dir
 from procwindow.control import (
     DEFAULT_SERVER_NAME,
@@ -55,6 +55,7 @@ from procwindow.control import (
     load_workspace,
 )
 from procwindow.control import Workspace as WorkspaceFile
+from procwindow.control.remote import LinkError
 from procwindow.control.serve import selected
 from procwindow.core import ProcwindowError, Supervisor
 from procwindow.core.rules import (
@@ -371,7 +372,7 @@ async def _attach(
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, quit_now.set)
     try:
-        reached = await _reach(targets, ssh_command, remote_procwindow)
+        reached, later = await _reach(targets, ssh_command, remote_procwindow)
         if not reached:
             return 3
         first, others = reached[0], reached[1:]
@@ -400,6 +401,8 @@ async def _attach(
                         await attachments.show(attached)
                     except AlreadyShown as exc:  # listed twice
                         print(f"{PROG}: {exc}", file=sys.stderr, flush=True)
+                for target, error in later:  # shown greyed, reached again with backoff
+                    await attachments.show_later(target, error)
                 await quit_now.wait()
             finally:
                 await attachments.close()
@@ -414,8 +417,9 @@ async def _attach(
 
 async def _reach(
     targets: list[str], ssh_command: list[str] | None, remote_procwindow: str | None
-) -> list[Attached]:
-    """Reach every target at once; one line on stderr for each that cannot be."""
+) -> tuple[list[Attached], list[tuple[str, LinkError]]]:
+    """Reach every target at once; one line on stderr for each that cannot be.
+    Those reached, and those to reach again later (whose failure may pass)."""
     results = await asyncio.gather(
         *(
             connect(t, ssh_command=ssh_command, remote_procwindow=remote_procwindow)
@@ -424,12 +428,15 @@ async def _reach(
         return_exceptions=True,
     )
     reached: list[Attached] = []
-    for result in results:
+    later: list[tuple[str, LinkError]] = []
+    for target, result in zip(targets, results, strict=True):
         if isinstance(result, Attached):
             reached.append(result)
             print(f"{PROG}: attached to {result.remote.where}", file=sys.stderr, flush=True)
         elif isinstance(result, ProcwindowError):
             print(f"{PROG}: {result}", file=sys.stderr, flush=True)
+            if isinstance(result, PASSING):
+                later.append((target, result))
     unexpected = [
         r for r in results if isinstance(r, BaseException) and not isinstance(r, ProcwindowError)
     ]
@@ -437,7 +444,7 @@ async def _reach(
         for attached in reached:
             await attached.remote.close()
         raise unexpected[0]
-    return reached
+    return reached, later
 
 
 def _reporter(workspace: Workspace) -> Callable[[str, bool], None]:

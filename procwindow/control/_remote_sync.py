@@ -365,6 +365,16 @@ class _Life:
             self._follow(stream), name=f"procwindow remote {self._calls.where}"
         )
 
+    def open_later(self, error: str) -> None:
+        """The server could not be reached (``error``): reach it in the
+        background from now on, with the backoff of a dropped link."""
+        if self.task is not None or self._calls.closed:
+            raise RuntimeError("this RemoteSupervisor is already open or closed")
+        self._calls.last_error = error
+        self.task = asyncio.get_running_loop().create_task(
+            self._follow(None), name=f"procwindow remote {self._calls.where}"
+        )
+
     async def close(self) -> None:
         calls = self._calls
         if calls.closed:

@@ -179,6 +179,12 @@ class RemoteSupervisor(SupervisorAPI):
         """Connect, take the snapshot and follow the events; LinkError if it fails."""
         await self._life.open()
 
+    def open_later(self, error: str) -> None:
+        """Reach the server in the background (it could not be reached now:
+        ``error`` says why), with backoff, as a dropped link is; ``connected``
+        turns true, and the listeners hear "connected", once it answers."""
+        self._life.open_later(error)
+
     async def close(self) -> None:
         """Close every connection (and ssh process) and end every subscription.
         Nothing on the server side is stopped."""

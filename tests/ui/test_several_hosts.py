@@ -196,3 +196,50 @@ def test_the_attach_dialog_reaches_a_server_or_says_why_not(
         assert not form.available
 
     run(scenario())
+
+
+@pytest.mark.promise("Watching other processes and machines")
+def test_a_server_not_there_yet_is_shown_and_reached_once_it_is(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run, tmp_path: Path
+) -> None:
+    """A server that does not answer when the window opens (not started yet) is
+    a greyed node at once, and becomes the usual one when it answers."""
+    from procwindow.qt import SessionRole
+    from tests.control.conftest import start_server, stop_server
+
+    reports: list[tuple[str, bool]] = []
+    path = str(tmp_path / "runtime" / "procwindow" / "test.sock")  # start_server's
+
+    async def scenario() -> None:
+        workspace = make_workspace(scopes={"web": ["api"]})
+        main = workspace.load()
+        attachments = Attachments(workspace, lambda m, e: reports.append((m, e)))
+        server = None
+        try:
+            attachments.start([path])
+            await until(lambda: len(attachments.remotes) == 1, what="the node, at once")
+            (key,) = attachments.remotes
+            remote = attachments.remotes[key]
+            assert not remote.connected
+            assert any(m.startswith("cannot reach test yet, trying again: ") for m, e in reports)
+            await item(main, f"hostNode-{key}")
+            tree = workspace.tree_model
+            node = tree.indexFor("", host=key)
+            assert tree.data(node, SessionRole.LABEL) == "test (disconnected)"
+
+            server = start_server(tmp_path)
+            await until(lambda: remote.connected, timeout=30, what="reached once it answers")
+            await until(lambda: tree.data(tree.indexFor("", host=key), SessionRole.LABEL) == "test")
+            theirs = await remote.spawn(SLEEP, session="web", agent="api")
+            await item(main, f"agentNode-{key}/web-api")
+            await until(
+                lambda: find_item(main, f"hostState-{key}").property("text") == "1/1",
+                what="its counts on its node",
+            )
+            await remote.kill(theirs.id)
+        finally:
+            await attachments.close()
+            if server is not None:
+                assert stop_server(server) == 0
+
+    run(scenario())
