@@ -108,11 +108,32 @@ class ProcController(QObject):
 
     @Slot(int)
     def dismiss(self, procId: int) -> None:
-        """Hide an exited proc from the live view (its row goes away; its history stays)."""
+        """Hide an exited proc from the live view (its row goes away; its history
+        stays). A workspace command's newest run stands for the row its earlier
+        runs are folded into: they go with it."""
         try:
+            for proc_id in self._folded_behind(procId):
+                self._sup.dismiss(proc_id)
             self._sup.dismiss(procId)
         except ProcwindowError as exc:
             self.actionFailed.emit(procId, "dismiss", str(exc))
+
+    def _folded_behind(self, proc_id: int) -> list[int]:
+        """The ended earlier runs of the command whose newest run is ``proc_id``
+        (none unless it is that), oldest first."""
+        p = self._sup.get(proc_id)
+        run = p.command_run
+        if run is None or p.exit is None:
+            return []
+        key = (run.workspace, run.command)
+        same = [
+            q
+            for q in self._sup.procs(p.session, p.agent)
+            if q.command_run is not None and (q.command_run.workspace, q.command_run.command) == key
+        ]
+        if max(q.id for q in same) != proc_id:
+            return []  # an earlier run, shown on its own: it goes alone
+        return [q.id for q in same if q.id != proc_id and q.exit is not None]
 
     @Slot(int)
     def restart(self, procId: int) -> None:

@@ -184,3 +184,30 @@ def test_a_restart_on_request_takes_the_commands_row(sup: Supervisor, qrun: QRun
         await run.stop()
 
     qrun(scenario())
+
+
+def test_dismissing_a_commands_row_dismisses_the_runs_folded_into_it(
+    sup: Supervisor, qrun: QRun
+) -> None:
+    """Delete on a command's row takes the row away, earlier runs and all; an
+    earlier run shown on its own goes alone."""
+    from procwindow.qt import ProcController
+
+    async def scenario() -> None:
+        model = ProcModel(sup, "stack", "api")
+        controller = ProcController(sup)
+        run = await Workspace([crash_loop()], name="stack").start(sup)
+        runs = (await run.wait_ended("api")).runs
+        await until(lambda: model.procIdAt(0) == runs[-1], what="the command's row")
+        await run.stop()
+        controller.dismiss(runs[0])  # the oldest, shown under the row: alone
+        await until(lambda: runs[0] not in {p.id for p in sup.procs()}, what="it dismissed")
+        assert {p.id for p in sup.procs()} == set(runs[1:])
+        assert model.rowCount() == 1
+        await until(lambda: model.foldedCount == 2, what="two runs folded behind the row")
+        controller.dismiss(runs[-1])  # the row: every run in it
+        await until(lambda: model.rowCount() == 0, what="the row gone")
+        assert not sup.procs()
+        await controller.wait_idle()
+
+    qrun(scenario())
