@@ -344,6 +344,25 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         else:
             self.revealRow.emit(target)
 
+    @Slot(bool)
+    def showRuns(self, shown: bool) -> None:
+        """Right (``shown``) or Left: show or hide the earlier runs folded into
+        the current row's command; from an earlier run, Left goes to its
+        command's row and hides them."""
+        rows = self._procs
+        row = rows.rowOf(self._current)
+        if self._show_history or row < 0:
+            return
+        while row > 0 and rows.data(rows.index(row, 0), ProcRole.EARLIER_RUN):
+            row -= 1  # an earlier run: its command's row is above it
+        head, index = rows.procIdAt(row), rows.index(row, 0)
+        if not rows.data(index, ProcRole.RESTART_COUNT):
+            return
+        if bool(rows.data(index, ProcRole.RUNS_SHOWN)) != shown:
+            if not shown:
+                self.currentProcId = head
+            rows.toggleRuns(head)
+
     @Slot()
     def settleSelection(self) -> None:
         """Keep a valid selection and stream (the window calls it once it is complete).

@@ -6,13 +6,14 @@ the tree before its first proc starts."""
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import Qt
 
 from procwindow.core import Backoff, Command, Supervisor, Workspace
 from procwindow.qt import SessionRole
 from procwindow.qt.window import open_proc_window, window_model
 
 from .conftest import MakeWorkspace, Run
-from .helpers import click, find_item, item, py, settle, until, until_equal
+from .helpers import click, find_item, item, key, py, settle, type_text, until, until_equal
 from .test_proc_table import model_of
 
 #: Says which run it is, then fails: restarted three times, 0.1 s apart.
@@ -137,5 +138,43 @@ def test_the_agent_is_in_the_tree_before_its_first_command_starts(
         # Once db is ready, web starts, under the node that waited for it.
         await until(lambda: started.state("web").proc_id is not None, what="web started")
         await started.stop()
+
+    run(scenario())
+
+
+def test_right_and_left_show_and_hide_a_commands_earlier_runs(
+    sup: Supervisor, make_workspace: MakeWorkspace, run: Run
+) -> None:
+    async def scenario() -> None:
+        workspace = make_workspace()
+        workspace.load()
+        window = open_proc_window(sup, "stack", "api")
+        model = model_of(window)
+        vm = window_model(window)
+        started = await Workspace([crash_loop()], name="stack").start(sup)
+        runs = (await started.wait_ended("api")).runs
+        newest = runs[-1]
+        await until(lambda: model.procIdAt(0) == newest, what="the command's row")
+        vm.currentProcId = newest
+        await key(window, Qt.Key.Key_Right)
+        await until(lambda: model.rowCount() == 4, what="the earlier runs shown")
+        await key(window, Qt.Key.Key_Down)
+        assert vm.currentProcId == runs[-2]  # an earlier run
+        await key(window, Qt.Key.Key_Left)
+        await until(lambda: model.rowCount() == 1, what="hidden again")
+        assert vm.currentProcId == newest  # on the command's row
+        await key(window, Qt.Key.Key_Left)  # hidden already: nothing
+        assert model.rowCount() == 1
+        # In the filter field the arrows move the caret: the rows stay as they are.
+        await key(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)
+        await type_text(window, "ab")
+        await key(window, Qt.Key.Key_Left)
+        await key(window, Qt.Key.Key_Right)
+        await key(window, Qt.Key.Key_Right)
+        await settle(0.2)
+        assert model.rowCount() == 1
+        field = await item(window, "filterField")
+        assert field.property("cursorPosition") == 2
+        window.close()
 
     run(scenario())

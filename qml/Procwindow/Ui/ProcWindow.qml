@@ -49,6 +49,9 @@ ThemedWindow {
     Shortcut { sequence: "Down"; enabled: !output.inputFocused; onActivated: root.viewModel.moveSelection(1) }
     Shortcut { sequences: ["Return", "Enter"]; onActivated: root.viewModel.stream(root.viewModel.currentProcId) }
     Shortcut { sequence: "Delete"; onActivated: root.viewModel.dismissCurrent() }
+    // Right and Left show and hide the earlier runs of a workspace command's row.
+    Shortcut { sequence: "Right"; enabled: !output.inputFocused; onActivated: root.viewModel.showRuns(true) }
+    Shortcut { sequence: "Left"; enabled: !output.inputFocused; onActivated: root.viewModel.showRuns(false) }
     Shortcut { sequence: "Ctrl+T"; onActivated: root.viewModel.termCurrent() }
     Shortcut { sequence: "Ctrl+K"; onActivated: root.viewModel.killCurrent() }
     Shortcut { sequence: "Ctrl+R"; onActivated: root.viewModel.restartCurrent() }
