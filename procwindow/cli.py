@@ -91,11 +91,9 @@ def _attach_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _up_configure(parser: argparse.ArgumentParser) -> None:
-    from procwindow.control.serve import add_selection_options
+    from procwindow.control.serve import add_selection_options, add_workspace_argument
 
-    parser.add_argument(
-        "workspace", metavar="FILE", help="a workspace file (TOML, or a process-compose YAML file)"
-    )
+    add_workspace_argument(parser, optional=False)
     add_selection_options(parser)
     add_window_options(parser)
 

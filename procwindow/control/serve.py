@@ -39,12 +39,7 @@ _KILL_WAIT = 5.0
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Add serve's options to ``parser``."""
-    parser.add_argument(
-        "workspace",
-        nargs="?",
-        metavar="FILE",
-        help="a workspace file to start (TOML, or process-compose YAML)",
-    )
+    add_workspace_argument(parser, optional=True)
     add_selection_options(parser)
     parser.add_argument(
         "--exit-code-from",
@@ -54,6 +49,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
         " if it never ran)",
     )
     add_server_options(parser)
+
+
+def add_workspace_argument(parser: argparse.ArgumentParser, *, optional: bool) -> None:
+    """The workspace ``FILE`` argument (``serve [FILE]``, ``up FILE``)."""
+    parser.add_argument(
+        "workspace",
+        nargs="?" if optional else None,
+        metavar="FILE",
+        help="a workspace file to start: TOML, or a process-compose YAML file",
+    )
 
 
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
