@@ -24,8 +24,15 @@ import qasync
 from PySide6.QtCore import QEventLoop, QSettings
 from PySide6.QtWidgets import QApplication
 
-from procwindow.core import Supervisor
-from tests.control.conftest import server  # noqa: F401  (a fixture: a real `procwindow serve`)
+from procwindow.control.remote import RemoteSupervisor
+from procwindow.core import Supervisor, SupervisorAPI
+from tests.control.conftest import (
+    server,  # noqa: F401  (a fixture: a real `procwindow serve`)
+    start_server,
+    stop_server,
+)
+
+from .panes import Pane
 
 T = TypeVar("T")
 QRun = Callable[..., Any]
@@ -110,3 +117,33 @@ def sup(qrun: QRun, tmp_path: Path) -> Iterator[Supervisor]:
         yield supervisor
     finally:
         qrun(supervisor.close())
+
+
+@pytest.fixture
+def panes() -> Iterator[list[Pane]]:
+    """Panes a test makes (``Pane``), closed after it."""
+    made: list[Pane] = []
+    yield made
+    for pane in made:
+        pane.close()
+
+
+@pytest.fixture(params=["supervisor", "remote"])
+def api(request: pytest.FixtureRequest, qrun: QRun, tmp_path: Path) -> Iterator[SupervisorAPI]:
+    """A Supervisor in this process, or a RemoteSupervisor on a serve subprocess."""
+    if request.param == "supervisor":
+        sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=2.0)
+        try:
+            yield sup
+        finally:
+            qrun(sup.close())
+        return
+    srv = start_server(tmp_path)
+    try:
+        remote = qrun(RemoteSupervisor.connect(srv.path))
+        try:
+            yield remote
+        finally:
+            qrun(remote.close())
+    finally:
+        assert stop_server(srv) == 0

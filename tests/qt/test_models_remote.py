@@ -4,7 +4,6 @@ same behaviours, the same rows, and qtmodeltester finds nothing to report."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import cast
 
@@ -30,28 +29,6 @@ from .conftest import QRun
 pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 
 SLEEP = ["sleep", "30"]
-
-
-@pytest.fixture(params=["supervisor", "remote"])
-def api(request: pytest.FixtureRequest, qrun: QRun, tmp_path: Path) -> Iterator[SupervisorAPI]:
-    """A Supervisor in this process, or a RemoteSupervisor on a serve subprocess;
-    the models are typed for Supervisor until the window takes SupervisorAPI."""
-    if request.param == "supervisor":
-        sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=2.0)
-        try:
-            yield sup
-        finally:
-            qrun(sup.close())
-        return
-    server = start_server(tmp_path)
-    try:
-        remote = qrun(RemoteSupervisor.connect(server.path))
-        try:
-            yield remote
-        finally:
-            qrun(remote.close())
-    finally:
-        assert stop_server(server) == 0
 
 
 def texts(model: OutputModel) -> list[str]:

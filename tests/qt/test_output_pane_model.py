@@ -4,8 +4,6 @@ log, where the view goes), over a real supervisor and real children."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from PySide6.QtCore import QUrl
 from PySide6.QtGui import QGuiApplication
@@ -15,15 +13,12 @@ from procwindow.core import Stream, Supervisor
 from procwindow.qt import (
     OutputModel,
     OutputRole,
-    ProcController,
-    ProcModel,
-    ProcWindowModel,
-    StatsSampler,
     viewmodel,
 )
 from tests.core.helpers import py, until
 
 from .conftest import QRun
+from .panes import Pane
 
 pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 
@@ -42,31 +37,6 @@ BURSTS = py(
 
 def texts(model: OutputModel) -> list[str]:
     return [model.data(model.index(r), OutputRole.TEXT) for r in range(model.rowCount())]
-
-
-class Pane:
-    """A ProcWindow's models and view-model, as open_proc_window makes them."""
-
-    def __init__(self, sup: Supervisor, session: str, agent: str) -> None:
-        self.procs = ProcModel(sup, session, agent)
-        self.output = OutputModel(sup)
-        self.stats = StatsSampler(sup)
-        self.model = ProcWindowModel(self.procs, self.output, self.stats, ProcController(sup))
-        self.model.settleSelection()
-
-    def close(self) -> None:
-        self.model.close()
-        self.procs.close()
-        self.output.close()
-        self.stats.procId = -1
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    made: list[Pane] = []
-    yield made
-    for pane in made:
-        pane.close()
 
 
 class RowMirror:

@@ -5,7 +5,6 @@ over a real supervisor and real children."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 
 import pytest
 from PySide6.QtGui import QColor, QGuiApplication
@@ -13,18 +12,14 @@ from pytestqt.modeltest import ModelTester
 
 from procwindow.core import Supervisor
 from procwindow.qt import (
-    OutputModel,
     OutputRole,
-    ProcController,
-    ProcModel,
-    ProcWindowModel,
-    StatsSampler,
 )
 from procwindow.qt.models.output import DEFAULT_COLORS
 from procwindow.qt.pane import OutputFind
 from tests.core.helpers import py, until
 
 from .conftest import QRun
+from .panes import Pane as BasePane
 
 pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 
@@ -32,34 +27,16 @@ MATCH, CURRENT = DEFAULT_COLORS["match"], DEFAULT_COLORS["currentMatch"]
 TIME = re.compile(r"^\d\d:\d\d:\d\d\.\d\d\d ")
 
 
-class Pane:
-    """A ProcWindow's models and view-model, as open_proc_window makes them."""
+class Pane(BasePane):
+    """A pane with its find bar."""
 
     def __init__(self, sup: Supervisor, session: str, agent: str) -> None:
-        self.procs = ProcModel(sup, session, agent)
-        self.output = OutputModel(sup)
-        self.stats = StatsSampler(sup)
-        self.model = ProcWindowModel(self.procs, self.output, self.stats, ProcController(sup))
-        self.model.settleSelection()
+        super().__init__(sup, session, agent)
         self.find = self.model.find
         assert isinstance(self.find, OutputFind)
 
     def styled(self, row: int) -> str:
         return self.output.data(self.output.index(row), OutputRole.STYLED)
-
-    def close(self) -> None:
-        self.model.close()
-        self.procs.close()
-        self.output.close()
-        self.stats.procId = -1
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    made: list[Pane] = []
-    yield made
-    for pane in made:
-        pane.close()
 
 
 def marked(html: str, color: str) -> list[str]:

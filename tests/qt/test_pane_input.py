@@ -3,17 +3,14 @@ writes, closing stdin, and failures in the banner; real children."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from procwindow.core import Supervisor
-from procwindow.qt import OutputModel, OutputRole, ProcController, ProcModel, StatsSampler
 from procwindow.qt.pane import InputLine
-from procwindow.qt.viewmodel import ProcWindowModel
 from tests.core.helpers import py, until
 
 from .conftest import QRun
+from .panes import Pane as BasePane
 
 pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 
@@ -26,34 +23,13 @@ GREETER = py(
 )
 
 
-class Pane:
+class Pane(BasePane):
+    """A pane with its stdin line."""
+
     def __init__(self, sup: Supervisor, session: str) -> None:
-        self.procs = ProcModel(sup, session, "a")
-        self.output = OutputModel(sup)
-        self.stats = StatsSampler(sup)
-        self.controller = ProcController(sup)
-        self.model = ProcWindowModel(self.procs, self.output, self.stats, self.controller)
-        self.model.settleSelection()
+        super().__init__(sup, session)
         self.input = self.model.inputLine
         assert isinstance(self.input, InputLine)
-
-    def texts(self) -> list[str]:
-        out = self.output
-        return [out.data(out.index(r), OutputRole.TEXT) for r in range(out.rowCount())]
-
-    def close(self) -> None:
-        self.model.close()
-        self.procs.close()
-        self.output.close()
-        self.stats.procId = -1
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    made: list[Pane] = []
-    yield made
-    for pane in made:
-        pane.close()
 
 
 def test_a_line_typed_answers_the_prompt(sup: Supervisor, qrun: QRun, panes: list[Pane]) -> None:

@@ -5,22 +5,18 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from PySide6.QtGui import QGuiApplication
 
-from procwindow.control.remote import RemoteSupervisor
 from procwindow.core import Supervisor, SupervisorAPI
-from procwindow.qt import OutputModel, ProcController, ProcModel, StatsSampler, TerminalModel
+from procwindow.qt import TerminalModel
 from procwindow.qt.terminal import RESIZE_MS
-from procwindow.qt.viewmodel import ProcWindowModel
-from tests.control.conftest import start_server, stop_server
 from tests.core.helpers import py, until
 
 from .conftest import QRun
+from .panes import Pane as BasePane
 
 pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 
@@ -39,34 +35,17 @@ SIZE_REPORT = py(
 )
 
 
-class Pane:
+class Pane(BasePane):
+    """A pane with its terminal view's model."""
+
     def __init__(self, sup: SupervisorAPI, session: str) -> None:
-        self.procs = ProcModel(sup, session, "a")
-        self.output = OutputModel(sup)
-        self.stats = StatsSampler(sup)
-        self.controller = ProcController(sup)
-        self.model = ProcWindowModel(self.procs, self.output, self.stats, self.controller)
-        self.model.settleSelection()
+        super().__init__(sup, session)
         self.terminal = self.model.pane.terminal
         assert isinstance(self.terminal, TerminalModel)
 
     def text(self) -> str:
         screen = self.terminal.screen()
         return screen.text if screen is not None else ""
-
-    def close(self) -> None:
-        self.model.close()
-        self.procs.close()
-        self.output.close()
-        self.stats.procId = -1
-
-
-@pytest.fixture
-def panes() -> Iterator[list[Pane]]:
-    made: list[Pane] = []
-    yield made
-    for pane in made:
-        pane.close()
 
 
 def test_a_repl_on_a_terminal_shows_its_screen_and_takes_keys(
@@ -169,27 +148,6 @@ def test_the_terminal_takes_the_view_s_size_once_it_holds_still(
     qrun(asyncio.sleep(2 * RESIZE_MS / 1000))
     assert calls == [(p.id, 14, 70)]
     assert not pane.model.bannerVisible
-
-
-@pytest.fixture(params=["supervisor", "remote"])
-def api(request: pytest.FixtureRequest, qrun: QRun, tmp_path: Path) -> Iterator[SupervisorAPI]:
-    """A Supervisor in this process, or a RemoteSupervisor on a serve subprocess."""
-    if request.param == "supervisor":
-        sup = Supervisor(log_dir=tmp_path / "logs", graceful_timeout=2.0)
-        try:
-            yield sup
-        finally:
-            qrun(sup.close())
-        return
-    server = start_server(tmp_path)
-    try:
-        remote = qrun(RemoteSupervisor.connect(server.path))
-        try:
-            yield remote
-        finally:
-            qrun(remote.close())
-    finally:
-        assert stop_server(server) == 0
 
 
 def test_a_terminal_over_either_kind_of_supervisor(
