@@ -218,3 +218,60 @@ def test_every_connection_to_a_host_rides_one_ssh(sshd: Sshd, server: Server) ->
         assert not os.path.exists(f"/proc/{master}")
 
     asyncio.run(scenario())
+
+
+#: Attaches over ssh, says its ssh master's pid, and waits to be killed.
+ATTACHED_HOST = r"""
+import asyncio, json, sys
+from procwindow.control.remote import RemoteSupervisor
+
+async def main():
+    url, ssh, remote = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+    sup = await RemoteSupervisor.connect(url, ssh_command=ssh, remote_procwindow=remote)
+    print(sup.link.pids()[0], flush=True)
+    await asyncio.sleep(600)
+
+asyncio.run(main())
+"""
+
+
+def test_the_ssh_master_ends_with_a_host_that_is_killed(sshd: Sshd, server: Server) -> None:
+    """No close, no goodbye: the master's far side reads a pipe from the host,
+    which closes when the host dies, and the master goes with it."""
+    import json
+
+    host = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            ATTACHED_HOST,
+            sshd.url(),
+            json.dumps(sshd.ssh_command),
+            remote_command(server),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ, PYTHONPATH=str(ROOT)),
+    )
+    try:
+        assert host.stdout is not None
+        master = int(host.stdout.readline())
+        with open(f"/proc/{master}/cmdline", "rb") as f:
+            assert b"-M" in f.read().split(b"\0")  # the master indeed
+        host.kill()
+        host.wait()
+
+        def gone() -> bool:
+            try:
+                with open(f"/proc/{master}/stat", "rb") as f:
+                    return f.read().rsplit(b")", 1)[1].split()[0] == b"Z"
+            except FileNotFoundError:
+                return True
+
+        asyncio.run(until(gone, timeout=15, what="the master gone with its host"))
+    finally:
+        if host.poll() is None:
+            host.kill()
+            host.wait()
+        if host.stdout is not None:
+            host.stdout.close()
