@@ -290,8 +290,11 @@ class Archive:
                 out = runs_of(lines) if runs else lines
                 if limit is not None:
                     limit -= len(lines)
-                if limit == 0:
+                if limit == 0 and (want is None or cursor < store.first_seq - 1):
                     return out, dropped, max(cursor, since), False
+                # Met at the ring's edge by a filtered read: a limit of 0 takes the
+                # ring's lines of the other stream that come next, as a read wholly
+                # in the ring goes past them after its last line.
                 cursor = max(cursor, store.first_seq - 1)
         more, lost, cursor = (store.read_runs if runs else store.read)(cursor, limit, want)
         out += more

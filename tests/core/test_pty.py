@@ -42,6 +42,16 @@ TTY_REPORT = """
 """
 
 
+def _signal_state(pid: int | None) -> str:
+    """What the kernel says of a child's state and signals, for a failure's message."""
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            keep = ("State", "SigPnd", "ShdPnd", "SigBlk", "SigIgn", "SigCgt")
+            return "; ".join(line.strip() for line in f if line.startswith(keep))
+    except OSError as exc:
+        return f"no /proc/{pid}/status ({exc.strerror})"
+
+
 @pytest.mark.promise("Commands that need a terminal")
 def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(
     run, monkeypatch: pytest.MonkeyPatch
@@ -65,7 +75,8 @@ def test_a_pty_child_has_a_terminal_on_every_fd_and_a_size_that_follows_resize(
                 await sup.wait_for(p.id, "^size 40x132$", timeout=10)
             except TimeoutError:
                 raise AssertionError(
-                    f"no SIGWINCH report; output: {sup.read(p.id).text!r}"
+                    f"no SIGWINCH report; output: {sup.read(p.id).text!r}; "
+                    f"child: {_signal_state(sup.get(p.id).os_pid)}"
                 ) from None
             assert (await sup.screen(p.id))[:2] == (40, 132)
             assert await sup.close_stdin(p.id)  # Ctrl-D: its reader reads end-of-file

@@ -115,3 +115,43 @@ def test_a_limit_met_by_a_stream_s_last_lines_reads_to_the_end(tmp_path: Path) -
             assert {k: result[k] for k in out_result(batch)} == out_result(batch)
 
     asyncio.run(main())
+
+
+#: One stdout line, twenty stderr lines, one stdout line, in that order.
+OUT_ERRS_OUT = r"""
+    import fcntl, struct, sys, termios, time
+    def drained(f):
+        f.flush()
+        while struct.unpack("i", fcntl.ioctl(f.fileno(), termios.FIONREAD, b"\0" * 4))[0]:
+            time.sleep(0.001)
+    print("out 0"); drained(sys.stdout)
+    for i in range(20):
+        print(f"err {i}", file=sys.stderr)
+        drained(sys.stderr)
+    print("out 1"); drained(sys.stdout)
+    sys.stdin.readline()
+"""
+
+
+def test_a_limit_met_on_disk_skips_the_other_stream_into_the_ring(tmp_path: Path) -> None:
+    """``read(limit=1, stream=stdout)`` met by a line that left the ring: the cursor goes
+    past the stderr lines after it, in the log and on into the ring, up to the next
+    stdout line (as it does when the whole read is in the ring), and ``out`` agrees."""
+
+    async def main() -> None:
+        # The ring holds the last 10 of 22 lines: "out 0" and the first errs are on disk only.
+        async with Supervisor(log_dir=tmp_path / "logs", ring_lines=10) as sup:
+            p = await sup.spawn(py(OUT_ERRS_OUT), session="s", agent="a", stdin=True)
+            await sup.wait_for(p.id, "^out 1$", timeout=10)
+            batch = sup.read(p.id, 0, limit=1, stream="stdout")
+            assert [line.text for line in batch.lines] == ["out 0"]
+            assert (batch.cursor, batch.eof) == (21, False)
+            conn = _Collect()
+            want = _handlers_streams.Stream.STDOUT
+            await _StreamVerbs(sup)._out_reply(conn, 1, p.id, 0, want, 1)  # type: ignore[arg-type]
+            result = json.loads(conn.data)["result"]
+            assert {k: result[k] for k in out_result(batch)} == out_result(batch)
+            await sup.close_stdin(p.id)
+            await sup.wait(p.id, timeout=10)
+
+    asyncio.run(main())
