@@ -13,19 +13,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import (
     ExitInfo,
     Line,
+    LineRun,
     PartialEvent,
     Proc,
     ProcNotFound,
+    ReadBatch,
     SearchHit,
     Stream,
     Supervisor,
+    runs_of,
     scope_pattern,
 )
 from ._conn import ClientGone, Conn
@@ -39,6 +42,8 @@ from ._replies import (
     lines_size,
     lines_tail,
     ok_message,
+    run_pieces,
+    texts_size,
 )
 
 log = logging.getLogger("procwindow.control")
@@ -68,9 +73,14 @@ class _StreamVerbs:
         proc_id, since, limit, partial = req["proc"], req["since"], req["limit"], req["partial"]
         want = None if req["stream"] is None else Stream(req["stream"])
         req_id = req["id"]
+        as_runs = req["runs"]
         if req["follow"]:
-            return await conn.stream(self._follow(conn, req_id, proc_id, since, want, partial))
-        await self._out_reply(conn, req_id, proc_id, since, want, limit, partial, req["with_proc"])
+            return await conn.stream(
+                self._follow(conn, req_id, proc_id, since, want, partial, as_runs)
+            )
+        await self._out_reply(
+            conn, req_id, proc_id, since, want, limit, partial, req["with_proc"], as_runs
+        )
         raise _Replied
 
     async def _out_reply(
@@ -83,6 +93,7 @@ class _StreamVerbs:
         limit: int | None,
         partial: bool = False,
         with_proc: bool = False,
+        as_runs: bool = False,
     ) -> None:
         """One reply line, written piece by piece as the client takes it.
 
@@ -92,10 +103,11 @@ class _StreamVerbs:
         proc forgotten meanwhile) are counted in ``dropped``. ``partial``: the
         unterminated lines shown now end the list (the cursor stays before them).
         ``with_proc``: the reply ends with the proc as ``get`` gives it then.
+        ``as_runs``: lines go in the run form where they can (``runs_json``).
         """
         p = self.sup.get(proc_id)
         end = p.last_seq if p.live else None
-        reader = _LineReader(self.sup, proc_id, since, stream)
+        reader = _LineReader(self.sup, proc_id, since, stream, as_runs=as_runs)
         await conn.send(lines_head(req_id, ok=True))
         try:
             dropped = sent = 0
@@ -106,8 +118,8 @@ class _StreamVerbs:
                 except ProcNotFound:  # forgotten meanwhile: its lines are gone
                     dropped += reader.lose(end)
                     break
-                await _send_lines(conn, step.lines, step.cuts, first=sent == 0)
-                sent += len(step.lines)
+                await _send_step(conn, step, first=sent == 0, as_runs=as_runs)
+                sent += step.count
                 dropped += step.dropped
                 at_end = end is not None and reader.cursor >= end
                 if limit is not None and sent >= limit and not step.done and not at_end:
@@ -121,7 +133,7 @@ class _StreamVerbs:
             if partial:
                 shown = self._partials(proc_id, reader.cursor, stream)
                 if shown and (limit is None or sent + len(shown) <= limit):
-                    await _send_lines(conn, shown, {}, first=sent == 0)
+                    await _send_step(conn, _Step(shown), first=sent == 0, as_runs=as_runs)
             more = b""
             if with_proc:
                 p = self.sup.get(proc_id)
@@ -158,6 +170,7 @@ class _StreamVerbs:
         since: int,
         stream: Stream | None,
         partial: bool = False,
+        as_runs: bool = False,
     ) -> Any:
         p = self.sup.get(proc_id)
         wake = asyncio.Event()
@@ -173,15 +186,15 @@ class _StreamVerbs:
 
         pumper = asyncio.ensure_future(pump())
         try:
-            reader = _LineReader(self.sup, proc_id, since, stream)
+            reader = _LineReader(self.sup, proc_id, since, stream, as_runs=as_runs)
             while True:
                 wake.clear()
                 step = reader.read()
-                if step.lines or step.dropped:
+                if step.count or step.dropped:
                     # The client's pace sets the server's: a batch waits for room;
                     # lines that leave the ring meanwhile are read back from disk.
                     await conn.send(lines_head(req_id, ok=False))
-                    await _send_lines(conn, step.lines, step.cuts, first=True)
+                    await _send_step(conn, step, first=True, as_runs=as_runs)
                     await conn.send(
                         lines_tail(step.dropped, reader.cursor, reader.eof, p.cut_bytes)
                     )
@@ -268,6 +281,13 @@ class _Step:
     cuts: dict[int, int] = field(default_factory=dict)
     dropped: int = 0
     done: bool = False
+    #: The lines as runs instead (then ``lines`` is empty): a flood read whole.
+    runs: list[LineRun] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many lines it holds."""
+        return len(self.lines) + sum(len(run.texts) for run in self.runs)
 
 
 class _LineReader:
@@ -281,10 +301,19 @@ class _LineReader:
     a later step.
     """
 
-    def __init__(self, sup: Supervisor, proc_id: int, since: int, stream: Stream | None) -> None:
+    def __init__(
+        self,
+        sup: Supervisor,
+        proc_id: int,
+        since: int,
+        stream: Stream | None,
+        *,
+        as_runs: bool = False,
+    ) -> None:
         self.sup = sup
         self.proc_id = proc_id
         self.stream = stream
+        self.as_runs = as_runs  # lines are sent as runs: read them as runs
         self.cursor = since  # every seq up to here is read (or missing)
         self.eof = False
         self._missing = 0  # lines missing since the last line kept
@@ -293,8 +322,23 @@ class _LineReader:
     def read(self, *, room: int | None = None, upto: int | None = None) -> _Step:
         """The next lines: at most ``room`` of them kept, none past seq ``upto``."""
         want = self._per_read if room is None else min(self._per_read, room)
-        batch = self.sup.read(self.proc_id, self.cursor, limit=want)
-        self._per_read = _lines_per_read(batch.lines, self._per_read)
+        if self.as_runs and self.stream is None:
+            runs = self.sup.read_runs(self.proc_id, self.cursor, limit=want)
+            n = len(runs)
+            self._per_read = _lines_per_read(n, texts_size(runs.runs, n), self._per_read)
+            if (
+                runs.runs
+                and (room is None or n <= room)
+                and (upto is None or runs.runs[-1].last <= upto)
+                and runs.runs[-1].last - runs.runs[0].first == n - 1
+            ):
+                return self._take_runs(runs.runs, runs.cursor, runs.eof, upto)
+            batch = ReadBatch(runs.lines(), runs.dropped, runs.cursor, runs.eof)
+        else:
+            batch = self.sup.read(self.proc_id, self.cursor, limit=want)
+            self._per_read = _lines_per_read(
+                len(batch.lines), lines_size(batch.lines), self._per_read
+            )
         step = _Step()
         whole = True  # every line of the batch was taken
         lines = batch.lines
@@ -331,6 +375,20 @@ class _LineReader:
             step.dropped += self._skip_to(batch.cursor if upto is None else min(batch.cursor, upto))
         self.eof = whole and batch.eof
         step.done = not whole or batch.eof or not batch.lines
+        return step
+
+    def _take_runs(self, runs: list[LineRun], cursor: int, eof: bool, upto: int | None) -> _Step:
+        """A step of all of ``runs``, one line after another (as ``read``'s rule
+        for a flood, without a Line per line)."""
+        step = _Step(runs=runs)
+        step.dropped += self._skip_to(runs[0].first - 1)
+        if self._missing:
+            step.cuts[runs[0].first] = self._missing
+            self._missing = 0
+        self.cursor = runs[-1].last
+        step.dropped += self._skip_to(cursor if upto is None else min(cursor, upto))
+        self.eof = eof
+        step.done = eof
         return step
 
     def skip_others(self, upto: int | None) -> int:
@@ -394,15 +452,21 @@ async def _send_hits(
     return {"hits": found, "limited": limit is not None and found >= limit}
 
 
-async def _send_lines(
-    conn: Conn, lines: list[Line], cuts: Mapping[int, int], *, first: bool
-) -> None:
-    for piece in line_pieces(lines, first=first, cuts=cuts):
+async def _send_step(conn: Conn, step: _Step, *, first: bool, as_runs: bool) -> None:
+    """A step's lines, as elements of the reply's ``lines`` (``first``: they open
+    it), in the run form with ``as_runs``."""
+    if as_runs:
+        runs = step.runs or runs_of(step.lines)
+        pieces = run_pieces(runs, first=first, cuts=step.cuts)
+    else:
+        pieces = line_pieces(step.lines, first=first, cuts=step.cuts)
+    for piece in pieces:
         await conn.send(piece)
 
 
-def _lines_per_read(lines: list[Line], current: int) -> int:
-    """How many lines to take next so that a step holds about _READ_TEXT of text."""
-    if not lines:
+def _lines_per_read(count: int, size: int, current: int) -> int:
+    """How many lines to take next so that a step holds about _READ_TEXT of text,
+    after a step of ``count`` lines that cost ``size`` (``lines_size``)."""
+    if not count:
         return current
-    return max(1, min(_MAX_READ, _READ_TEXT * len(lines) // lines_size(lines)))
+    return max(1, min(_MAX_READ, _READ_TEXT * count // size))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..core import (
@@ -15,6 +15,7 @@ from ..core import (
     ExitInfo,
     ExitReason,
     Line,
+    LineRun,
     Proc,
     ProcwindowError,
     Run,
@@ -44,9 +45,13 @@ __all__ = [
     "exit_from_json",
     "exit_to_json",
     "hit_to_json",
+    "line_from_json",
     "line_to_json",
+    "lines_count",
     "lines_json",
     "proc_to_json",
+    "runs_from_json",
+    "runs_json",
     "screen_from_json",
     "screen_to_json",
 ]
@@ -368,7 +373,10 @@ def lines_json(lines: Sequence[Line], cuts: Mapping[int, int] | None = None) -> 
     :func:`line_to_json` gives it, with ``cuts`` by seq. Written out directly:
     ``out`` sends hundreds of thousands of lines a second, and a dict per line
     for ``dumps`` was a third of what a reply cost."""
-    cuts = cuts or {}
+    return ",".join(_line_objects(lines, cuts or {})).encode()
+
+
+def _line_objects(lines: Iterable[Line], cuts: Mapping[int, int]) -> list[str]:
     parts = []
     for seq, stream, when, text, split, partial in lines:
         more = ""
@@ -383,7 +391,75 @@ def lines_json(lines: Sequence[Line], cuts: Mapping[int, int] | None = None) -> 
             f'{{"seq":{seq:d},"stream":{_STREAM_TEXT[stream]},"time":{when!r},'
             f'"text":{_quote(text)}{more}}}'
         )
+    return parts
+
+
+#: A list of strings as ``dumps`` writes it, in one call into C.
+_texts_json = json.JSONEncoder(
+    ensure_ascii=False, separators=(",", ":"), check_circular=False
+).encode
+
+
+def runs_json(runs: Iterable[LineRun], cuts: Mapping[int, int] | None = None) -> bytes:
+    """``runs`` as the elements of a JSON array (no brackets), in ``out``'s run
+    form (with ``runs``): ``[first, stream, time, [texts]]`` for a run of plain
+    lines. What a run cannot say (a split piece, a partial line, a ``cut`` mark
+    on the first line after missing ones) goes as line objects."""
+    cuts = cuts or {}
+    parts: list[str] = []
+    for run in runs:
+        texts, first = run.texts, run.first
+        if run.split or run.partial:
+            parts += _line_objects(run.lines(), cuts)
+            continue
+        if first in cuts:
+            parts += _line_objects(LineRun(first, run.stream, run.time, texts[:1]).lines(), cuts)
+            texts, first = texts[1:], first + 1
+        if texts:
+            parts.append(
+                f"[{first:d},{_STREAM_TEXT[run.stream]},{run.time!r},{_texts_json(texts)}]"
+            )
     return ",".join(parts).encode()
+
+
+_STREAMS = {"stdout": Stream.STDOUT, "stderr": Stream.STDERR}
+_new_tuple = tuple.__new__
+
+
+def line_from_json(d: Mapping[str, Any]) -> Line:
+    """A line object of a reply (:func:`line_to_json`'s)."""
+    # Thousands of lines a reply: no NamedTuple __new__ keyword handling.
+    return _new_tuple(
+        Line,
+        (
+            d["seq"],
+            _STREAMS[d["stream"]],
+            d["time"],
+            d["text"],
+            d.get("split", False),
+            d.get("partial", False),
+        ),
+    )
+
+
+def lines_count(elements: Iterable[Any]) -> int:
+    """How many lines an ``out`` reply's ``lines`` hold (a run holds several)."""
+    return sum(len(e[3]) if type(e) is list else 1 for e in elements)
+
+
+def runs_from_json(elements: Iterable[Any]) -> list[LineRun]:
+    """The lines of an ``out`` reply's ``lines`` as runs: each run
+    (``[first, stream, time, [texts]]``, see :func:`runs_json`) as it came, each
+    line object as a run of one."""
+    out: list[LineRun] = []
+    for e in elements:
+        if type(e) is list:
+            first, stream, when, texts = e
+            out.append(LineRun(first, _STREAMS[stream], when, texts))
+        else:
+            line = line_from_json(e)
+            out.append(LineRun(line.seq, line.stream, line.time, [line.text], *line[4:]))
+    return out
 
 
 def excerpt_to_json(ex: Excerpt) -> dict[str, Any]:

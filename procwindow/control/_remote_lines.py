@@ -1,5 +1,5 @@
 """The lines of the procs read through a RemoteSupervisor: at most MIRRORED_PROCS
-of them held, each in a ``_Mirror`` (a buffer that takes ``out`` replies and
+of them held, each in a ``Mirror`` (a buffer that takes ``out`` replies and
 answers ``read`` by cursor), fetched by cursor by ``_Reader``, which holds the
 events that announce lines or an exit until those lines are here.
 
@@ -10,20 +10,18 @@ that make it fetch come from :mod:`._remote_sync`.
 from __future__ import annotations
 
 import asyncio
-import bisect
 from collections import OrderedDict
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
-from ..core import EventHub, EventKind, Line, ProcNotFound, ReadBatch, Stream, SupervisorClosed
+from ..core import EventHub, EventKind, LineRun, ProcNotFound, RunBatch, Stream, SupervisorClosed
 from ._links import Disconnected
+from ._protocol import lines_count, runs_from_json
 from ._remote_calls import _Calls
+from ._remote_mirror import MIRROR_LINES, Deferred, Mirror, Subject
 from ._remote_procs import RemoteProc, _Procs
 
 __all__ = ["EXIT_HOLD", "FETCH_LINES", "MIRRORED_PROCS", "MIRROR_LINES"]
 
-#: Lines held per mirrored proc (the OutputModel keeps 100,000).
-MIRROR_LINES = 200_000
 #: Procs whose lines are mirrored at once; reading another drops the least recently read.
 MIRRORED_PROCS = 16
 #: Lines asked for per ``out`` request (about 0.5 MB of JSON for 100-byte lines).
@@ -33,139 +31,6 @@ EXIT_HOLD = 0.25
 #: After an exit, seconds between looks for the end of the output (a descendant
 #: may hold the pipes), then it is left to the next event.
 _EOF_POLLS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
-_STREAMS = {"stdout": Stream.STDOUT, "stderr": Stream.STDERR}
-
-
-class _Subject(NamedTuple):
-    """What an event is about, for publishing it (a proc, or a workspace command)."""
-
-    id: int
-    session: str
-    agent: str
-
-
-class _Deferred(NamedTuple):
-    """An event held back until the lines it follows are here."""
-
-    subject: _Subject | RemoteProc
-    kind: EventKind
-    at: float | None
-    fields: dict[str, Any]
-
-
-# -- lines ---------------------------------------------------------------------------
-
-
-_new_tuple = tuple.__new__
-
-
-def _line(d: Mapping[str, Any]) -> Line:
-    # A reply may hold thousands of lines: no NamedTuple __new__ keyword handling.
-    return _new_tuple(
-        Line,
-        (
-            d["seq"],
-            _STREAMS[d["stream"]],
-            d["time"],
-            d["text"],
-            d.get("split", False),
-            d.get("partial", False),
-        ),
-    )
-
-
-def _seq(line: Line) -> int:
-    return line.seq
-
-
-class _Mirror:
-    """The lines of one proc held here: every seq in ``(start, end]`` is in
-    ``lines`` or missing for good (cut). ``target`` is the newest seq known to
-    exist; ``deferred`` the events that wait for the lines they announce."""
-
-    __slots__ = (
-        "backfill",
-        "deferred",
-        "end",
-        "eof",
-        "fetched",
-        "gone",
-        "hold",
-        "id",
-        "lines",
-        "more",
-        "news",
-        "partials",
-        "start",
-        "target",
-        "task",
-    )
-
-    def __init__(self, proc_id: int, since: int) -> None:
-        self.id = proc_id
-        self.lines: list[Line] = []
-        self.start = self.end = self.target = since
-        self.eof = False
-        self.fetched = False
-        self.gone = False
-        self.news = False  # a partial line changed: ask again
-        self.more = False  # the last reply was full: there is more
-        self.partials: list[Line] = []
-        self.backfill: int | None = None
-        self.deferred: list[_Deferred] = []
-        self.hold: asyncio.TimerHandle | None = None
-        self.task: asyncio.Task[None] | None = None
-
-    def read(
-        self, since: int, limit: int | None, stream: Stream | None, partial: bool
-    ) -> ReadBatch:
-        if since < self.start or since >= self.end:  # before what is held (being fetched)
-            shown = self._partials(since, stream) if partial and since == self.end else []
-            return ReadBatch(shown, 0, since, self.eof and since >= self.end)
-        lines = self.lines
-        first = bisect.bisect_right(lines, since, key=_seq)
-        if stream is None:
-            stop = len(lines) if limit is None else min(len(lines), first + limit)
-            out = lines[first:stop]
-            limited = stop < len(lines)
-        else:
-            out = []
-            limited = False
-            for line in lines[first:]:
-                if line.stream is stream:
-                    if limit is not None and len(out) >= limit:
-                        limited = True
-                        break
-                    out.append(line)
-        cursor = out[-1].seq if limited else self.end
-        held = bisect.bisect_right(lines, cursor, key=_seq) - first
-        dropped = max(0, cursor - since - held)
-        if partial and not limited:
-            out = out + self._partials(cursor, stream)
-        return ReadBatch(out, dropped, cursor, self.eof and cursor >= self.end)
-
-    def _partials(self, cursor: int, stream: Stream | None) -> list[Line]:
-        return [
-            p for p in self.partials if p.seq > cursor and (stream is None or p.stream is stream)
-        ]
-
-    def take(self, reply: Mapping[str, Any]) -> list[Line]:
-        """Hold the lines of an ``out`` reply that reads on from ``end``; the new ones."""
-        end = self.end
-        lines = [_line(d) for d in reply.get("lines", ())]
-        new = [line for line in lines if line.seq > end and not line.partial]
-        partials = [line for line in lines if line.partial] if lines and lines[-1].partial else []
-        self.lines += new
-        self.end = max(self.end, int(reply.get("cursor", self.end)))
-        self.target = max(self.target, self.end)
-        self.eof = bool(reply.get("eof"))
-        self.partials = partials
-        self.fetched = True
-        excess = len(self.lines) - MIRROR_LINES
-        if excess > MIRROR_LINES // 8:
-            self.start = self.lines[excess - 1].seq
-            del self.lines[:excess]
-        return new
 
 
 class _Reader:
@@ -175,15 +40,15 @@ class _Reader:
         self._calls = calls
         self._procs = procs
         self._hub = hub
-        self.mirrors: OrderedDict[int, _Mirror] = OrderedDict()
+        self.mirrors: OrderedDict[int, Mirror] = OrderedDict()
 
-    def read(
+    def read_runs(
         self, proc_id: int, since: int, limit: int | None, want: Stream | None, partial: bool
-    ) -> ReadBatch:
-        """The lines held after ``since``; those not held yet are fetched."""
+    ) -> RunBatch:
+        """The lines held after ``since``, as runs; those not held yet are fetched."""
         m = self.mirrors.get(proc_id)
         if m is None:
-            m = self.mirrors[proc_id] = _Mirror(proc_id, since)
+            m = self.mirrors[proc_id] = Mirror(proc_id, since)
             while len(self.mirrors) > MIRRORED_PROCS:
                 _, old = self.mirrors.popitem(last=False)
                 if old.task is not None:
@@ -196,15 +61,12 @@ class _Reader:
         if since < m.start:
             if m.start - since > MIRROR_LINES // 2:  # too far back: start over from there
                 self.flush(m)
-                m.lines, m.partials = [], []
-                m.start = m.end = since
-                m.fetched = m.eof = False
-                m.backfill = None
+                m.clear(since)
             elif m.backfill is None or since < m.backfill:
                 m.backfill = since
         if not m.fetched or m.backfill is not None:
             self._pull(m)
-        return m.read(since, limit, want, partial)
+        return m.read_runs(since, limit, want, partial)
 
     def renew(self) -> None:
         """After a gap: ask for every mirrored proc's lines again, from its cursor."""
@@ -227,13 +89,13 @@ class _Reader:
             self._hub.publish(p, EventKind.EXIT, at=at, **fields)
             return
         m.target = max(m.target, p.last_seq)
-        m.deferred.append(_Deferred(p, EventKind.EXIT, at, fields))
+        m.deferred.append(Deferred(p, EventKind.EXIT, at, fields))
         if m.hold is None:
             m.hold = asyncio.get_running_loop().call_later(EXIT_HOLD, self.flush, m)
         self._pull(m)
 
     def on_output(
-        self, subject: _Subject, kind: EventKind, at: float, fields: dict[str, Any]
+        self, subject: Subject, kind: EventKind, at: float, fields: dict[str, Any]
     ) -> None:
         """An output (or partial) event: published once its lines are held if the
         proc is mirrored."""
@@ -249,10 +111,10 @@ class _Reader:
             m.target = max(m.target, last)
         if kind is EventKind.PARTIAL:
             m.news = True
-        m.deferred.append(_Deferred(p or subject, kind, at, fields))
+        m.deferred.append(Deferred(p or subject, kind, at, fields))
         self._pull(m)
 
-    def flush(self, m: _Mirror) -> None:
+    def flush(self, m: Mirror) -> None:
         """Publish the events that waited for ``m``'s lines."""
         if m.hold is not None:
             m.hold.cancel()
@@ -263,13 +125,13 @@ class _Reader:
 
     # -- fetching -------------------------------------------------------------------------
 
-    def _pull(self, m: _Mirror) -> None:
+    def _pull(self, m: Mirror) -> None:
         """Fetch what ``m`` lacks, in a task of its own (unless one runs)."""
         calls = self._calls
         if (m.task is None or m.task.done()) and calls.connected and not calls.closed:
             m.task = calls.spawn_task(self._pull_lines(m), f"procwindow remote lines {m.id}")
 
-    async def _pull_lines(self, m: _Mirror) -> None:
+    async def _pull_lines(self, m: Mirror) -> None:
         #: The next batch of a flood, asked for while the last one is taken in
         #: (the server reads and encodes it meanwhile): its ``since``, its request.
         ahead: list[tuple[int, asyncio.Task[Any]]] = []
@@ -279,12 +141,18 @@ class _Reader:
             for _, task in ahead:
                 task.cancel()
 
-    def _out(self, m: _Mirror, since: int) -> Any:
+    def _out(self, m: Mirror, since: int) -> Any:
         return self._calls.call(
-            "out", proc_id=m.id, proc=m.id, since=since, limit=FETCH_LINES, partial=True
+            "out",
+            proc_id=m.id,
+            proc=m.id,
+            since=since,
+            limit=FETCH_LINES,
+            partial=True,
+            runs=True,
         )
 
-    async def _pull_batches(self, m: _Mirror, ahead: list[tuple[int, asyncio.Task[Any]]]) -> None:
+    async def _pull_batches(self, m: Mirror, ahead: list[tuple[int, asyncio.Task[Any]]]) -> None:
         calls = self._calls
         polls = retries = 0
         while calls.connected and not calls.closed and self.mirrors.get(m.id) is m:
@@ -322,11 +190,11 @@ class _Reader:
             if self.mirrors.get(m.id) is not m:
                 return
             # A full reply: more is there already; go on without waiting for an event.
-            m.more = len(reply.get("lines", ())) >= FETCH_LINES
+            m.more = lines_count(reply.get("lines", ())) >= FETCH_LINES
             if m.more:
                 cursor = int(reply.get("cursor", m.end))
                 ahead.append((cursor, calls.spawn_task(self._out(m, cursor), "procwindow ahead")))
-            new = m.take(reply)
+            new = m.take(reply, runs_from_json(reply.get("lines", ())))
             if p is not None:
                 p._last = max(p._last, m.end)
             if new and not any(d.kind is EventKind.OUTPUT for d in m.deferred):
@@ -336,32 +204,35 @@ class _Reader:
             await asyncio.sleep(0)  # the window draws between batches
         self.flush(m)
 
-    async def _backfill(self, m: _Mirror) -> None:
+    async def _backfill(self, m: Mirror) -> None:
         """Fetch the lines before ``m.start`` from ``m.backfill`` on."""
         since = m.backfill
         assert since is not None
         start = m.start
-        got: list[Line] = []
+        got: list[LineRun] = []
         cursor = since
         while cursor < start:
             reply = await self._calls.call(
-                "out", proc_id=m.id, proc=m.id, since=cursor, limit=FETCH_LINES
+                "out", proc_id=m.id, proc=m.id, since=cursor, limit=FETCH_LINES, runs=True
             )
-            lines = [_line(d) for d in reply.get("lines", ())]
-            got += [line for line in lines if line.seq <= start]
+            runs = runs_from_json(reply.get("lines", ()))
+            got += [
+                run if run.last <= start else run._replace(texts=run.texts[: start - run.first + 1])
+                for run in runs
+                if run.first <= start and not run.partial
+            ]
             after = int(reply.get("cursor", cursor))
-            if after <= cursor or not lines:
+            if after <= cursor or not runs:
                 break
             cursor = after
         if self.mirrors.get(m.id) is not m or m.start != start:
             return
         m.backfill = None if m.backfill == since else m.backfill
-        m.lines[0:0] = got
-        m.start = since
+        m.prepend(got, since)
         if got:
             self._announce(m, got)
 
-    def _announce(self, m: _Mirror, new: list[Line]) -> None:
+    def _announce(self, m: Mirror, new: list[LineRun]) -> None:
         """Tell the readers of ``m`` that lines arrived."""
         p = self._procs.find(m.id)
         if p is None:
@@ -371,6 +242,6 @@ class _Reader:
             EventKind.OUTPUT,
             at=None,
             stream=new[-1].stream,
-            first_seq=new[0].seq,
-            last_seq=new[-1].seq,
+            first_seq=new[0].first,
+            last_seq=new[-1].last,
         )

@@ -28,11 +28,13 @@ from ..core import (
     PhaseEvent,
     ProcNotFound,
     ProcState,
+    Stream,
 )
 from ._links import Disconnected, LinkError
 from ._remote_calls import _Calls
 from ._remote_fetched import _Fetched
-from ._remote_lines import _STREAMS, _Reader, _Subject
+from ._remote_lines import _Reader
+from ._remote_mirror import Subject
 from ._remote_procs import RemoteProc, _Procs
 from ._remote_workspaces import _Workspaces
 from .aclient import AsyncClient
@@ -66,7 +68,7 @@ def _event_fields(d: Mapping[str, Any]) -> dict[str, Any]:
         if key == "reason":
             value = ExitReason(value)
         elif key == "stream":
-            value = _STREAMS[value]
+            value = Stream(value)
         elif key == "phase":
             value = Phase(value)
         elif key == "waiting_for":
@@ -122,7 +124,7 @@ class _Events:
         try:
             kind = EventKind(str(d.get("kind")))
             pid = int(d["proc"])
-            subject = _Subject(pid, str(d["session"]), str(d["agent"]))
+            subject = Subject(pid, str(d["session"]), str(d["agent"]))
             at = float(d["time"])
             fields = _event_fields(d)
         except (KeyError, ValueError, TypeError):
@@ -158,7 +160,7 @@ class _Events:
         if d.get("missed"):
             await self.resync()
 
-    async def on_start(self, subject: _Subject, at: float, fields: dict[str, Any]) -> None:
+    async def on_start(self, subject: Subject, at: float, fields: dict[str, Any]) -> None:
         pid = subject.id
         procs = self._procs
         if pid in procs.live:
@@ -223,7 +225,7 @@ class _Events:
         if known is not None:
             return known
         self._calls.check_link()
-        await self.on_start(_Subject(pid, session, agent), time.time(), {})
+        await self.on_start(Subject(pid, session, agent), time.time(), {})
         p = procs.find(pid)
         if p is None:
             raise ProcNotFound(pid)

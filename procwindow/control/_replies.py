@@ -11,7 +11,7 @@ import errno
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from ..core import Event, Line, SearchHit
+from ..core import Event, Line, LineRun, SearchHit
 from ._protocol import (
     PROTOCOL_VERSION,
     dumps,
@@ -20,6 +20,7 @@ from ._protocol import (
     event_to_json,
     hit_to_json,
     lines_json,
+    runs_json,
 )
 
 __all__ = [
@@ -33,6 +34,8 @@ __all__ = [
     "lines_tail",
     "ok_message",
     "os_error_message",
+    "run_pieces",
+    "texts_size",
 ]
 
 #: What a line costs besides its text, in its JSON and in memory (bytes, roughly).
@@ -122,3 +125,38 @@ def line_pieces(
     for i in range(0, len(lines), step):
         piece = lines_json(lines[i : i + step], cuts)
         yield piece if first and i == 0 else b"," + piece
+
+
+def texts_size(runs: Sequence[LineRun], count: int) -> int:
+    """What the ``count`` lines of ``runs`` cost, as :func:`lines_size` counts."""
+    return sum(sum(map(len, run.texts)) for run in runs) + LINE_OVERHEAD * count
+
+
+def run_pieces(
+    runs: Sequence[LineRun], *, first: bool, cuts: Mapping[int, int] | None = None
+) -> Iterator[bytes]:
+    """``runs`` as JSON array elements in the run form (``runs_json``), in pieces
+    of about _PIECE_TEXT each: a long run is cut into several, short ones share one.
+
+    ``first``: they open the array (no comma before the first of them).
+    ``cuts``: by seq, how many lines are missing just before a line.
+    """
+    piece: list[LineRun] = []
+    size = 0
+    for run in runs:
+        n = len(run.texts)
+        cost = texts_size([run], n)
+        per = n if cost <= _PIECE_TEXT else max(1, _PIECE_TEXT * n // cost)
+        for i in range(0, n, per):
+            part = (
+                run if per >= n else run._replace(first=run.first + i, texts=run.texts[i : i + per])
+            )
+            piece.append(part)
+            size += cost * len(part.texts) // n
+            if size >= _PIECE_TEXT:
+                data = runs_json(piece, cuts)
+                yield data if first else b"," + data
+                first, piece, size = False, [], 0
+    if piece:
+        data = runs_json(piece, cuts)
+        yield data if first else b"," + data

@@ -95,10 +95,10 @@ from ._links import (
     Target,
     make_link,
 )
-from ._protocol import WRITE_CHUNK, screen_from_json
+from ._protocol import WRITE_CHUNK, line_from_json, screen_from_json
 from ._remote_calls import _Calls, _ready_json
 from ._remote_fetched import _Fetched
-from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _line, _Reader
+from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _Reader
 from ._remote_procs import RemoteProc, _exit_of, _Procs
 from ._remote_sync import BACKOFF_MAX, BACKOFF_MIN, _Events, _Life
 from ._remote_workspaces import _Workspaces
@@ -276,12 +276,8 @@ class RemoteSupervisor(SupervisorAPI):
     ) -> ReadBatch:
         """The lines held after ``since``; those not held yet are fetched, and an
         output event of the proc announces them (read again then)."""
-        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or proc_id < 1:
-            raise ProcNotFound(proc_id)
-        if limit is not None and limit < 1:
-            raise ValueError(f"limit must be positive, got {limit}")
-        want = Stream(stream) if stream is not None else None
-        return self._reader.read(proc_id, max(0, since), limit, want, partial)
+        batch = self.read_runs(proc_id, since, limit=limit, stream=stream, partial=partial)
+        return ReadBatch(batch.lines(), batch.dropped, batch.cursor, batch.eof)
 
     def read_runs(
         self,
@@ -292,8 +288,13 @@ class RemoteSupervisor(SupervisorAPI):
         stream: Stream | str | None = None,
         partial: bool = False,
     ) -> RunBatch:
-        """:meth:`read`'s answer grouped into runs."""
-        return RunBatch.of(self.read(proc_id, since, limit=limit, stream=stream, partial=partial))
+        """:meth:`read`'s answer as runs (the lines are held as runs here)."""
+        if isinstance(proc_id, bool) or not isinstance(proc_id, int) or proc_id < 1:
+            raise ProcNotFound(proc_id)
+        if limit is not None and limit < 1:
+            raise ValueError(f"limit must be positive, got {limit}")
+        want = Stream(stream) if stream is not None else None
+        return self._reader.read_runs(proc_id, max(0, since), limit, want, partial)
 
     def history(
         self,
@@ -365,7 +366,7 @@ class RemoteSupervisor(SupervisorAPI):
             async for message in messages:
                 hit = message.get("hit")
                 if hit is not None:
-                    yield SearchHit(hit["proc"], hit["session"], hit["agent"], _line(hit))
+                    yield SearchHit(hit["proc"], hit["session"], hit["agent"], line_from_json(hit))
 
     def dismiss(self, proc_id: int) -> None:
         """Remove an exited proc from the live view, here at once and on the server."""

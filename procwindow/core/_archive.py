@@ -19,7 +19,7 @@ from ._logdir import LogDir, journal_path, log_file_path
 from ._output import OutputStore, RingBudget
 from ._proc import Proc
 from ._replay import ByteBatch, ByteSink, DiskOutput, encode_lines
-from ._types import CommandRun, Line, ReadBatch, RunBatch, Stream, runs_of
+from ._types import CommandRun, Line, LineRun, ReadBatch, RunBatch, Stream
 
 __all__ = [
     "DEFAULT_HISTORY_AGE",
@@ -262,6 +262,15 @@ class Archive:
         out = self.reader(self.logs.path, child.id, finished=False)
         return out.read(since, limit, stream, upto=upto)
 
+    def _read_live_runs(
+        self, child: Child, since: int, limit: int | None, stream: Stream | None, upto: int
+    ) -> tuple[list[LineRun], int, int] | None:
+        """:meth:`read_live`'s lines as runs."""
+        if child.disk.journal_path is None or child.disk.error is not None:
+            return None
+        out = self.reader(self.logs.path, child.id, finished=False)
+        return out.read_runs(since, limit, stream, upto=upto)
+
     def read_child(
         self, child: Child, since: int, limit: int | None, want: Stream | None
     ) -> ReadBatch:
@@ -284,12 +293,17 @@ class Archive:
         dropped = 0
         cursor = since
         if since + 1 < store.first_seq:
-            old = self.read_live(child, since, limit, want, store.first_seq)
+            old: tuple[list[Any], int, int] | None
+            if runs:
+                old = self._read_live_runs(child, since, limit, want, store.first_seq)
+                taken = sum(len(run.texts) for run in old[0]) if old is not None else 0
+            else:
+                old = self.read_live(child, since, limit, want, store.first_seq)
+                taken = len(old[0]) if old is not None else 0
             if old is not None:
-                lines, dropped, cursor = old
-                out = runs_of(lines) if runs else lines
+                out, dropped, cursor = old
                 if limit is not None:
-                    limit -= len(lines)
+                    limit -= taken
                 if limit == 0 and (want is None or cursor < store.first_seq - 1):
                     return out, dropped, max(cursor, since), False
                 # Met at the ring's edge by a filtered read: a limit of 0 takes the

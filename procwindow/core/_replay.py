@@ -27,8 +27,8 @@ from __future__ import annotations
 from ._journal import Journal, LogWindow
 from ._output import LINE_MAX
 from ._replay_bytes import ByteBatch, ByteReplay, ByteSink, encode_lines
-from ._replay_lines import lines_at, read, record_lines
-from ._types import Line, Stream
+from ._replay_lines import lines_at, read, read_runs, record_lines
+from ._types import Line, LineRun, Stream
 
 __all__ = ["ByteBatch", "ByteSink", "DiskOutput", "encode_lines"]
 
@@ -85,6 +85,16 @@ class DiskOutput:
         """Lines with ``since < seq < upto``: (lines, dropped, cursor), as
         ``OutputStore.read`` gives them (see ``_replay_lines.read``)."""
         return read(self.journal, since, limit, stream, upto)
+
+    def read_runs(
+        self,
+        since: int,
+        limit: int | None = None,
+        stream: Stream | None = None,
+        upto: int | None = None,
+    ) -> tuple[list[LineRun], int, int]:
+        """:meth:`read`'s lines as runs."""
+        return read_runs(self.journal, since, limit, stream, upto)
 
     def read_bytes(
         self, sink: ByteSink, stream: Stream | None = None, upto: int | None = None

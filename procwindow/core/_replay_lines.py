@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from ._disklog import CUT, DATA, EOF, STREAMS
 from ._journal import UNKNOWN, Journal
 from ._output import OutputStore, _decode_lines
-from ._types import Line, Stream
+from ._types import Line, LineRun, Stream
 
-__all__ = ["lines_at", "read", "record_lines"]
+__all__ = ["lines_at", "read", "read_runs", "record_lines"]
 
 
 def read(
@@ -25,27 +25,60 @@ def read(
     """Lines with ``since < seq < upto``: (lines, dropped, cursor), as
     ``OutputStore.read`` gives them. The cursor moves past the lines
     counted in ``dropped``, so that a read from it does not count them again."""
+    runs, dropped, cursor = read_runs(journal, since, limit, stream, upto)
     out: list[Line] = []
-    dropped = 0
+    for run in runs:
+        out += run.lines()
+    return out, dropped, cursor
+
+
+def read_runs(
+    journal: Journal,
+    since: int,
+    limit: int | None = None,
+    stream: Stream | None = None,
+    upto: int | None = None,
+) -> tuple[list[LineRun], int, int]:
+    """:func:`read`'s lines as runs, as ``OutputStore.read_runs`` gives them."""
+    out: list[LineRun] = []
+    got = dropped = 0
     cursor = since
-    for lines, missing, gone_to in _chunks(journal, since, upto):
+    for runs, missing, gone_to in _chunks(journal, since, upto):
         if missing:
             dropped += missing
             cursor = max(cursor, gone_to)
-        for line in lines:
-            if stream is not None and line.stream is not stream:
-                cursor = line.seq
+        for run in runs:
+            if stream is not None and run.stream is not stream:
+                cursor = run.last
                 continue
-            if limit is not None and len(out) >= limit:
+            if limit is not None and got >= limit:
                 return out, dropped, cursor
-            out.append(line)
-            cursor = line.seq
+            n = len(run.texts)
+            if limit is not None and got + n > limit:  # the limit falls within it
+                run = run._replace(texts=run.texts[: limit - got])
+                out.append(run)
+                return out, dropped, run.last
+            out.append(run)
+            got += n
+            cursor = run.last
     return out, dropped, cursor
+
+
+def _clip(runs: list[LineRun], since: int, upto: int) -> list[LineRun]:
+    """The lines of ``runs`` with ``since < seq < upto``."""
+    out = []
+    for run in runs:
+        lo = max(0, since + 1 - run.first)
+        hi = min(len(run.texts), upto - run.first)
+        if hi > lo:
+            whole = lo == 0 and hi == len(run.texts)
+            out.append(run if whole else run._replace(first=run.first + lo, texts=run.texts[lo:hi]))
+    return out
 
 
 def _chunks(
     journal: Journal, since: int, upto: int | None
-) -> Iterator[tuple[list[Line], int, int]]:
+) -> Iterator[tuple[list[LineRun], int, int]]:
     """Per journal record from the one holding ``since + 1``: the lines it
     completed that lie in (since, upto), how many of those are gone, and
     the seq of the last one gone."""
@@ -85,7 +118,7 @@ def _chunks(
             if not skip[index]:
                 store.flush(s, journal.time[k])
             skip[index] = False
-        lines = store.read(before)[0] if store.last_seq > before else []
+        runs = store.read_runs(before)[0] if store.last_seq > before else []
         store.shrink(0)
         missing = gone_to = 0
         want = seq[k]
@@ -93,16 +126,16 @@ def _chunks(
             # Lines the journal counted but the bytes no longer hold (cut):
             # the first of this record's seqs.
             shift = want - store.last_seq
-            lines = [line._replace(seq=line.seq + shift) for line in lines]
+            runs = [run._replace(first=run.first + shift) for run in runs]
             gone_to = min(before + max(shift, 0), hi - 1)
             missing = max(0, gone_to - max(before, since))
             store.resume(want, {})
-        if lines and lines[-1].seq >= hi:
-            yield [ln for ln in lines if since < ln.seq < hi], missing, gone_to
+        if runs and runs[-1].last >= hi:
+            yield _clip(runs, since, hi), missing, gone_to
             return
-        if lines and lines[0].seq <= since:
-            lines = [ln for ln in lines if ln.seq > since]
-        yield lines, missing, gone_to
+        if runs and runs[0].first <= since:
+            runs = _clip(runs, since, hi)
+        yield runs, missing, gone_to
         if store.last_seq >= hi - 1:
             return
 

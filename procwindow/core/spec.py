@@ -209,6 +209,15 @@ _VERB_LIST: tuple[Verb, ...] = (
                 mcp=None,
                 library=False,
             ),
+            Field(
+                "runs",
+                Kind.FLAG,
+                "lines that follow one another in one stream, read at one time, come as"
+                " one run [first seq, stream, time, [texts]] (less to send and decode)",
+                cli=None,
+                mcp=None,
+                library=False,
+            ),
         ),
         library="read",
         ctl="out",

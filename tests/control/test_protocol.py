@@ -91,6 +91,60 @@ def test_out_with_proc_ends_with_the_proc_as_get_gives_it(server):
     assert "proc" not in plain
 
 
+#: A flood of short lines, one line of 100,000 x's (split into pieces), and a prompt.
+_RUNS_CHILD = (
+    "import sys, time\n"
+    "sys.stdout.write(''.join(f'line {i}\\n' for i in range(3000))); sys.stdout.flush()\n"
+    "sys.stderr.write('err\\n'); sys.stderr.flush(); time.sleep(0.2)\n"
+    "sys.stdout.write('x' * 100000 + '\\n' + 'name? '); sys.stdout.flush()\n"
+    "sys.stdin.readline()\n"
+)
+
+
+def test_out_with_runs_says_what_out_says_in_fewer_elements(server):
+    """``runs``: a flood comes as a few ``[first, stream, time, [texts]]`` arrays; a split
+    piece and a partial line stay objects; decoded, every line is the one ``out`` gives
+    without it (seq, stream, time, text, flags), in the same order."""
+    started = server.request(
+        {
+            "op": "run",
+            "session": "s",
+            "agent": "a",
+            "argv": ["python3", "-c", _RUNS_CHILD],
+            "stdin": True,
+        }
+    )
+    proc = started["result"]["id"]
+    waited = server.request(
+        {"op": "wait_for", "proc": proc, "pattern": "^name\\? $", "timeout": 20}
+    )
+    assert waited["ok"] is True, waited
+    plain = server.request({"op": "out", "proc": proc, "partial": True})["result"]
+    runs = server.request({"op": "out", "proc": proc, "partial": True, "runs": True})["result"]
+    arrays = [e for e in runs["lines"] if type(e) is list]
+    objects = [e for e in runs["lines"] if type(e) is dict]
+    assert len(plain["lines"]) > 3000
+    assert 1 <= len(arrays) <= 10, len(arrays)  # the 3,000 short lines and "err"
+    assert all(e.get("split") or e.get("partial") for e in objects)
+    assert objects[-1] == plain["lines"][-1] == {**objects[-1], "text": "name? ", "partial": True}
+    decoded = []
+    for e in runs["lines"]:
+        if type(e) is list:
+            first, stream, when, texts = e
+            decoded += [
+                {"seq": first + i, "stream": stream, "time": when, "text": t}
+                for i, t in enumerate(texts)
+            ]
+        else:
+            decoded.append(e)
+    assert decoded == plain["lines"]
+    assert {k: runs[k] for k in ("dropped", "cursor", "eof")} == {
+        k: plain[k] for k in ("dropped", "cursor", "eof")
+    }
+    assert server.request({"op": "write", "proc": proc, "data": "\n"})["ok"] is True
+    assert server.request({"op": "wait", "proc": proc})["ok"] is True
+
+
 def test_request_over_the_size_limit_is_refused(server):
     with server.connect() as sock:
         huge = b'{"op": "idx", "pad": "' + b"x" * (1024 * 1024 + 10) + b'"}\n'

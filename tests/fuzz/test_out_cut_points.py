@@ -16,6 +16,7 @@ import pytest
 from procwindow import Supervisor
 from procwindow.control import _handlers_streams
 from procwindow.control._handlers_streams import _StreamVerbs
+from procwindow.control._protocol import runs_from_json
 
 from ..control.conftest import out_result
 from ..core.helpers import py, until
@@ -29,6 +30,11 @@ CHILD = r"""
         if i % 50 == 0:
             out.flush()
 """
+
+
+def runs_from_lines(elements: list) -> list:
+    """The lines of an ``out`` reply's ``lines``, in either form."""
+    return [line for run in runs_from_json(elements) for line in run.lines()]
 
 
 class _Collect:
@@ -46,7 +52,9 @@ def test_out_gives_what_read_gives_wherever_its_reads_are_cut(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, log_cap: int | None
 ) -> None:
     cuts: Iterator[int] = iter(())
-    monkeypatch.setattr(_handlers_streams, "_lines_per_read", lambda lines, current: next(cuts))
+    monkeypatch.setattr(
+        _handlers_streams, "_lines_per_read", lambda count, size, current: next(cuts)
+    )
 
     async def main() -> None:
         nonlocal cuts
@@ -76,6 +84,20 @@ def test_out_gives_what_read_gives_wherever_its_reads_are_cut(
                 assert marked <= result["dropped"]
                 got = {k: result[k] for k in expected}
                 assert got == expected, (since, limit, stream, sizes[:8])
+                # The run form says the same, wherever its reads are cut.
+                cuts = iter(sizes * 1000)
+                conn = _Collect()
+                await verbs._out_reply(conn, case, p.id, since, want, limit, as_runs=True)  # type: ignore[arg-type]
+                runs = json.loads(conn.data)["result"]
+                decoded = [list(ln) for ln in runs_from_lines(runs["lines"])]
+                assert decoded == [list(ln) for ln in batch.lines], (since, limit, stream)
+                assert (runs["dropped"], runs["cursor"], runs["eof"]) == (
+                    result["dropped"],
+                    result["cursor"],
+                    result["eof"],
+                )
+                objects = [ln for ln in runs["lines"] if type(ln) is dict]
+                assert sum(ln.get("cut", 0) for ln in objects) == marked
 
     asyncio.run(main())
 
