@@ -17,15 +17,13 @@ from ..core import EventHub, EventKind, LineRun, ProcNotFound, RunBatch, Stream,
 from ._links import Disconnected
 from ._protocol import lines_count, runs_from_json
 from ._remote_calls import _Calls
-from ._remote_mirror import MIRROR_LINES, Deferred, Mirror, Subject
+from ._remote_mirror import FETCH_LINES, MIRROR_LINES, Deferred, Mirror, Subject
 from ._remote_procs import RemoteProc, _Procs
 
 __all__ = ["EXIT_HOLD", "FETCH_LINES", "MIRRORED_PROCS", "MIRROR_LINES"]
 
 #: Procs whose lines are mirrored at once; reading another drops the least recently read.
 MIRRORED_PROCS = 16
-#: Lines asked for per ``out`` request (about 0.5 MB of JSON for 100-byte lines).
-FETCH_LINES = 5000
 #: Seconds an exit of a mirrored proc waits for its last lines before it is published.
 EXIT_HOLD = 0.25
 #: After an exit, seconds between looks for the end of the output (a descendant
@@ -134,25 +132,21 @@ class _Reader:
     async def _pull_lines(self, m: Mirror) -> None:
         #: The next batch of a flood, asked for while the last one is taken in
         #: (the server reads and encodes it meanwhile): its ``since``, its request.
-        ahead: list[tuple[int, asyncio.Task[Any]]] = []
+        ahead: list[tuple[int, int, asyncio.Task[Any]]] = []
         try:
             await self._pull_batches(m, ahead)
         finally:
-            for _, task in ahead:
+            for _, _, task in ahead:
                 task.cancel()
 
-    def _out(self, m: Mirror, since: int) -> Any:
+    def _out(self, m: Mirror, since: int, limit: int) -> Any:
         return self._calls.call(
-            "out",
-            proc_id=m.id,
-            proc=m.id,
-            since=since,
-            limit=FETCH_LINES,
-            partial=True,
-            runs=True,
+            "out", proc_id=m.id, proc=m.id, since=since, limit=limit, partial=True, runs=True
         )
 
-    async def _pull_batches(self, m: Mirror, ahead: list[tuple[int, asyncio.Task[Any]]]) -> None:
+    async def _pull_batches(
+        self, m: Mirror, ahead: list[tuple[int, int, asyncio.Task[Any]]]
+    ) -> None:
         calls = self._calls
         polls = retries = 0
         while calls.connected and not calls.closed and self.mirrors.get(m.id) is m:
@@ -171,11 +165,11 @@ class _Reader:
                     await asyncio.sleep(_EOF_POLLS[polls])
                     polls += 1
                 m.news = False
-                since, asked = ahead.pop() if ahead else (-1, None)
+                since, limit, asked = ahead.pop() if ahead else (-1, m.fetch, None)
                 if asked is not None and since != m.end:
                     asked.cancel()
-                    asked = None
-                reply = await (asked if asked is not None else self._out(m, m.end))
+                    asked, limit = None, m.fetch
+                reply = await (asked if asked is not None else self._out(m, m.end, limit))
             except ProcNotFound:
                 m.gone = True
                 break
@@ -190,11 +184,14 @@ class _Reader:
             if self.mirrors.get(m.id) is not m:
                 return
             # A full reply: more is there already; go on without waiting for an event.
-            m.more = lines_count(reply.get("lines", ())) >= FETCH_LINES
+            m.more = lines_count(reply.get("lines", ())) >= limit
+            runs = runs_from_json(reply.get("lines", ()))
+            m.pace(runs)
             if m.more:
                 cursor = int(reply.get("cursor", m.end))
-                ahead.append((cursor, calls.spawn_task(self._out(m, cursor), "procwindow ahead")))
-            new = m.take(reply, runs_from_json(reply.get("lines", ())))
+                task = calls.spawn_task(self._out(m, cursor, m.fetch), "procwindow ahead")
+                ahead.append((cursor, m.fetch, task))
+            new = m.take(reply, runs)
             if p is not None:
                 p._last = max(p._last, m.end)
             if new and not any(d.kind is EventKind.OUTPUT for d in m.deferred):
@@ -213,9 +210,10 @@ class _Reader:
         cursor = since
         while cursor < start:
             reply = await self._calls.call(
-                "out", proc_id=m.id, proc=m.id, since=cursor, limit=FETCH_LINES, runs=True
+                "out", proc_id=m.id, proc=m.id, since=cursor, limit=m.fetch, runs=True
             )
             runs = runs_from_json(reply.get("lines", ()))
+            m.pace(runs)
             got += [
                 run if run.last <= start else run._replace(texts=run.texts[: start - run.first + 1])
                 for run in runs

@@ -19,10 +19,17 @@ from typing import Any, NamedTuple
 from ..core import EventKind, Line, LineRun, RunBatch, Stream
 from ._remote_procs import RemoteProc
 
-__all__ = ["MIRROR_LINES", "Deferred", "Mirror", "Subject"]
+__all__ = ["FETCH_LINES", "MIRROR_LINES", "Deferred", "Mirror", "Subject"]
 
 #: Lines held per mirrored proc (the OutputModel keeps 100,000).
 MIRROR_LINES = 200_000
+#: The most lines asked for per ``out`` request, and the first request's: a
+#: flood of short lines comes in few requests (each a round trip, over ssh too),
+#: and lines of unknown length are asked for a few at a time.
+FETCH_LINES = 20_000
+_FETCH_FIRST = 128
+#: Text asked for per request (bytes, roughly): lines of 64 KiB come 32 at a time.
+_FETCH_TEXT = 2 * 1024 * 1024
 
 
 class Subject(NamedTuple):
@@ -64,6 +71,7 @@ class Mirror:
         "deferred",
         "end",
         "eof",
+        "fetch",
         "fetched",
         "gone",
         "hold",
@@ -85,6 +93,7 @@ class Mirror:
         self.start = self.end = self.target = since
         self.eof = False
         self.fetched = False
+        self.fetch = _FETCH_FIRST  # lines to ask for next (see pace)
         self.gone = False
         self.news = False  # a partial line changed: ask again
         self.more = False  # the last reply was full: there is more
@@ -100,6 +109,13 @@ class Mirror:
         self.start = self.end = since
         self.fetched = self.eof = False
         self.backfill = None
+
+    def pace(self, runs: list[LineRun]) -> None:
+        """Size the next request after the lines of a reply: about _FETCH_TEXT."""
+        count = sum(len(run.texts) for run in runs)
+        if count:
+            size = sum(sum(map(len, run.texts)) for run in runs) + 16 * count
+            self.fetch = max(16, min(FETCH_LINES, _FETCH_TEXT * count // size))
 
     def read_runs(
         self, since: int, limit: int | None, stream: Stream | None, partial: bool
