@@ -255,6 +255,28 @@ async def opened(kind: str, where: dict[str, Any]) -> AsyncIterator[SupervisorAP
             print(f"{kind}: the link dropped {len(drops)} times: {remote.last_error}")
 
 
+async def attach_ms(kind: str, where: dict[str, Any], first: SupervisorAPI) -> float:
+    """A second attach beside ``first`` (the window attaching another view of the
+    same server): from ``connect`` to the snapshot taken, ms. Over ssh it takes the
+    connections ``first``'s link parked on the host's master; before timing, wait
+    until they are there (a second attach seconds after the first, as a person
+    does). In process: opening a Supervisor."""
+    if kind == "in-process":
+        start = time.perf_counter()
+        with tempfile.TemporaryDirectory() as logs:
+            async with Supervisor(log_dir=logs, history=False):
+                return (time.perf_counter() - start) * 1000
+    link = cast(RemoteSupervisor, first).link
+    master = getattr(link, "_master", None)
+    if master is not None:
+        command = link.argv()[-1]  # type: ignore[union-attr]
+        await until(lambda: master.parked(command) >= 2, timeout=10)
+    start = time.perf_counter()
+    async with opened(kind, where):
+        elapsed = time.perf_counter() - start
+    return elapsed * 1000
+
+
 async def bench(args: argparse.Namespace, where: dict[str, Any], kinds: list[str]) -> None:
     results: dict[str, dict[str, list[float]]] = {k: {} for k in kinds}
     async with contextlib.AsyncExitStack() as stack:
@@ -267,6 +289,7 @@ async def bench(args: argparse.Namespace, where: dict[str, Any], kinds: list[str
                 res.setdefault("reader", []).append(await reader_rate(sup, args.lines))
                 lat = [await exit_latency(sup) for _ in range(5)]
                 res.setdefault("exit", []).append(statistics.median(lat))
+                res.setdefault("attach", []).append(await attach_ms(kind, where, sup))
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     med = {k: {m: statistics.median(v) for m, v in results[k].items()} for k in kinds}
     base = med["in-process"]
@@ -277,6 +300,7 @@ async def bench(args: argparse.Namespace, where: dict[str, Any], kinds: list[str
         ("model", "OutputModel, lines/s", "rate"),
         ("reader", "read by cursor, lines/s", "rate"),
         ("exit", "child exit -> row status, ms", "ms"),
+        ("attach", "a second attach (in process: a new Supervisor), ms", "ms"),
     ):
         cells = []
         for kind in kinds:

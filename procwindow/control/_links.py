@@ -15,22 +15,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import shlex
-import signal
 import socket
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Protocol
 from urllib.parse import unquote, urlsplit
 
 from ..core import ProcwindowError
 from ._protocol import PROTOCOL_VERSION
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
-from ._ssh_master import Master, acquire, release
+from ._ssh_master import PARKED, Master, acquire, release
+from ._ssh_process import SshProcess, close_warm
 from .aclient import READ_LIMIT, AsyncClient
 from .client import CannotConnect, ServerError
+
+log = logging.getLogger("procwindow")
 
 __all__ = [
     "BRIDGE_NO_SERVER",
@@ -62,10 +66,6 @@ BRIDGE_NO_SERVER = 3
 _SSH_FAILED = 255
 #: A shell's "command not found".
 _NOT_FOUND = 127
-#: Bytes of an ssh process's stderr kept, for its last line.
-_STDERR_TAIL = 4096
-#: Seconds an ssh process is given to exit on its own once its connection is closed.
-_EXIT_WAIT = 2.0
 #: ssh options that come after the user's (the first value of an option wins):
 #: never prompt, and notice a dead link within half a minute.
 _SSH_DEFAULTS = (
@@ -202,6 +202,10 @@ class Link(Protocol):
         after closing every connection."""
         ...
 
+    def warm_up(self) -> None:
+        """Make the next link to this server quick to open, if it can be."""
+        ...
+
     @property
     def server_pid(self) -> int | None:
         """The server's pid as its last ``hello`` gave it (a new one: it restarted)."""
@@ -285,64 +289,8 @@ class LocalLink:
     async def aclose(self) -> None:
         pass
 
-
-class _SshProcess:
-    """One ssh process: reaped through its pidfd, its stderr's tail kept."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], loop: asyncio.AbstractEventLoop) -> None:
-        self.proc = proc
-        self._loop = loop
-        self._tail = b""
-        self.done: asyncio.Future[int] = loop.create_future()
-        self._pidfd = os.pidfd_open(proc.pid)
-        loop.add_reader(self._pidfd, self._exited)
-        assert proc.stderr is not None
-        self._stderr = proc.stderr.fileno()
-        os.set_blocking(self._stderr, False)
-        loop.add_reader(self._stderr, self._read_stderr)
-
-    def _read_stderr(self) -> None:
-        try:
-            data = os.read(self._stderr, 65536)
-        except BlockingIOError:
-            return
-        except OSError:
-            data = b""
-        if not data:
-            self._loop.remove_reader(self._stderr)
-            return
-        self._tail = (self._tail + data)[-_STDERR_TAIL:]
-
-    def _exited(self) -> None:
-        self._loop.remove_reader(self._pidfd)
-        os.close(self._pidfd)
-        self._pidfd = -1
-        # The pipe may still hold ssh's last words.
-        with contextlib.suppress(OSError):
-            while data := os.read(self._stderr, 65536):
-                self._tail = (self._tail + data)[-_STDERR_TAIL:]
-        self._loop.remove_reader(self._stderr)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
-        status = self.proc.wait()
-        if not self.done.done():
-            self.done.set_result(status)
-
-    @property
-    def last_line(self) -> str:
-        lines = [ln.strip() for ln in self._tail.decode(errors="replace").splitlines()]
-        lines = [ln for ln in lines if ln]
-        return lines[-1] if lines else ""
-
-    async def finish(self, wait: float = _EXIT_WAIT) -> int:
-        """Wait for it to exit (its connection is closed), killing it if it lingers."""
-        try:
-            return await asyncio.wait_for(asyncio.shield(self.done), wait)
-        except TimeoutError:
-            pass
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        return await asyncio.shield(self.done)
+    def warm_up(self) -> None:
+        pass  # a Unix socket connects in microseconds
 
 
 class SshLink:
@@ -367,11 +315,15 @@ class SshLink:
         self.remote_procwindow = (
             remote_procwindow or os.environ.get(REMOTE_ENV) or "procwindow"
         ).strip()
-        self._procs: set[_SshProcess] = set()
+        self._procs: set[SshProcess] = set()
         #: The host's ssh master this link's connections ride on (``_ssh_master``).
         self._master: Master | None = None
         self.server_pid: int | None = None
         self._closed = False
+        #: Opening a connection ahead, to park on the master (``warm_up``).
+        self._warming: asyncio.Task[None] | None = None
+        #: warm_up was asked for: each open parks again what another link took.
+        self._warm_wanted = False
 
     @property
     def where(self) -> str:
@@ -417,10 +369,68 @@ class SshLink:
         return master.options() if master is not None else []
 
     async def open(self) -> AsyncClient:
-        loop = asyncio.get_running_loop()
         if self._closed:
             raise LinkError(f"{self.where}: the link is closed")
         via = await self._via()
+        master = self._master
+        warm = master.take(self.argv()[-1]) if master is not None else None
+        if warm is not None:
+            client, helper, pid = warm
+            if client.usable and not helper.done.done():
+                self._adopt(helper)
+                self.server_pid = pid
+            else:
+                await close_warm(client, helper)
+                warm = None
+        if warm is None:
+            client, helper = await self._connect(via)
+            self._adopt(helper)
+        if self._warm_wanted:
+            self.warm_up()  # park again what was taken
+        return client
+
+    def warm_up(self) -> None:
+        """Open connections ahead and park them on the host's master, for the
+        next link to this server to take (``open``): a second attach then starts
+        no ssh session. PARKED per server and host, and only while this link is
+        the master's one user: an sshd serves 10 sessions on one connection
+        (MaxSessions), and several attached servers would use them up ahead."""
+        self._warm_wanted = True
+        master = self._master
+        if master is None or self._closed:
+            return
+        master.warmers[id(self)] = self.warm_up
+        if self._warming is not None or master.users > 1:
+            return
+        if master.parked(self.argv()[-1]) < PARKED:
+            self._warming = asyncio.get_running_loop().create_task(self._warm(master))
+
+    async def _warm(self, master: Master) -> None:
+        command = self.argv()[-1]
+        try:
+            while (
+                master.parked(command) < PARKED
+                and master.users == 1
+                and not self._closed
+                and master.alive
+            ):
+                client, helper = await self._connect(master.options())
+                warm = (client, helper, self.server_pid)
+                if self._closed or not master.park(command, warm, partial(close_warm, *warm[:2])):
+                    await close_warm(client, helper)
+                    return
+        except Exception as exc:  # none ahead, then: the next link opens its own
+            log.debug("no connection ahead to %s: %s", self.where, exc)
+        finally:
+            self._warming = None
+
+    def _adopt(self, helper: SshProcess) -> None:
+        self._procs.add(helper)
+        helper.done.add_done_callback(lambda _: self._procs.discard(helper))
+
+    async def _connect(self, via: list[str]) -> tuple[AsyncClient, SshProcess]:
+        """A new connection whose ``hello`` was answered, and its ssh process."""
+        loop = asyncio.get_running_loop()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             try:
@@ -439,12 +449,10 @@ class SshLink:
                 ) from None
             finally:
                 theirs.close()
-            helper = _SshProcess(proc, loop)
+            helper = SshProcess(proc, loop)
         except BaseException:
             ours.close()
             raise
-        self._procs.add(helper)
-        helper.done.add_done_callback(lambda _: self._procs.discard(helper))
 
         async def opener(limit: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
             return await asyncio.open_unix_connection(sock=ours, limit=limit)
@@ -456,7 +464,8 @@ class SshLink:
             await helper.finish()
             raise
         try:
-            self.server_pid = await asyncio.wait_for(_hello(client, self.where), CONNECT_TIMEOUT)
+            async with asyncio.timeout(CONNECT_TIMEOUT):
+                self.server_pid = await _hello(client, self.where)
         except (ServerError, TimeoutError) as exc:
             client.abort()
             raise await self._diagnose(helper, exc) from None
@@ -464,9 +473,9 @@ class SshLink:
             client.abort()
             await helper.finish(0)
             raise
-        return client
+        return client, helper
 
-    async def _diagnose(self, helper: _SshProcess, exc: Exception) -> LinkError:
+    async def _diagnose(self, helper: SshProcess, exc: Exception) -> LinkError:
         """Why the connection failed, from ssh's exit status and its last line."""
         if isinstance(exc, TimeoutError):
             await helper.finish(0)
@@ -493,11 +502,16 @@ class SshLink:
 
     async def aclose(self) -> None:
         self._closed = True
+        if self._warming is not None:
+            self._warming.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._warming
         procs = list(self._procs)
         if procs:
             await asyncio.gather(*(p.finish() for p in procs), return_exceptions=True)
         master, self._master = self._master, None
         if master is not None:
+            master.warmers.pop(id(self), None)
             await release(master)
 
     def pids(self) -> list[int]:

@@ -428,6 +428,7 @@ class _Life:
         self._procs.mark(disconnected=False)
         self._reader.renew()
         calls.notify("connected")
+        calls.link.warm_up()  # the next attach to this server (over ssh) waits for no session
         return stream
 
     async def _follow(self, stream: Messages | None) -> None:

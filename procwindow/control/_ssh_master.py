@@ -10,6 +10,12 @@ process (no ``ControlPersist``), so however this process ends, the pipe closes,
 shared by every link to the same host with the same ssh command, user and
 port, and stopped when the last of them closes.
 
+A master also holds connections opened ahead, PARKED per remote command
+(``park``): a link that connects to the same server on the host takes one
+(``take``) instead of waiting for ssh to start a session and the host to start
+``procwindow ctl bridge`` (an attach opens two at once: a second attach to a
+host is then a few round trips). They are closed with the master.
+
 Where no master can be had (an ssh without ``ControlMaster``, a socket path
 too long, a master that failed or died), connections go straight to the host
 as each did before: ssh itself connects directly when the master's socket does
@@ -27,8 +33,10 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
+from typing import Any
 
-__all__ = ["Master", "acquire", "release"]
+__all__ = ["PARKED", "Master", "acquire", "release"]
 
 log = logging.getLogger("procwindow")
 
@@ -39,6 +47,9 @@ _MAX_SOCKET_PATH = 80
 _STOP_WAIT = 2.0
 #: How often (seconds) a starting master is looked at.
 _POLL = 0.01
+#: Connections held ahead per remote command: what an attach opens at once
+#: (its events' connection and one for its requests).
+PARKED = 2
 
 
 class Master:
@@ -51,6 +62,30 @@ class Master:
         self.path = os.path.join(folder, "s")
         self.proc = proc
         self.users = 0
+        #: Connections opened ahead, by the remote command they run: (the
+        #: connection, how to close it), oldest first.
+        self._parked: dict[str, list[tuple[Any, Callable[[], Awaitable[None]]]]] = {}
+        #: What parks them (a link's ``warm_up``), called again when a user leaves.
+        self.warmers: dict[int, Callable[[], None]] = {}
+
+    def park(self, command: str, item: Any, close: Callable[[], Awaitable[None]]) -> bool:
+        """Hold ``item``, a connection that runs ``command``, for a link to take;
+        False (the caller closes it) if PARKED are held already or the master
+        is gone."""
+        held = self._parked.setdefault(command, [])
+        if len(held) >= PARKED or not self.alive:
+            return False
+        held.append((item, close))
+        return True
+
+    def parked(self, command: str) -> int:
+        """How many connections that run ``command`` are held."""
+        return len(self._parked.get(command, ()))
+
+    def take(self, command: str) -> Any | None:
+        """A connection held for ``command`` (the caller's now), or None."""
+        held = self._parked.get(command)
+        return held.pop(0)[0] if held else None
 
     @property
     def alive(self) -> bool:
@@ -126,8 +161,12 @@ class Master:
         return lines[-1] if lines else ""
 
     async def stop(self) -> None:
-        """End it: close its pipe (``cat`` ends, then the master), SIGKILL if it
-        lingers, and remove its socket's folder."""
+        """End it: close the connections held ahead and its pipe (``cat`` ends,
+        then the master), SIGKILL if it lingers, and remove its socket's folder."""
+        parked, self._parked = self._parked, {}
+        for _, close in [item for held in parked.values() for item in held]:
+            with contextlib.suppress(Exception):
+                await close()
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -176,6 +215,8 @@ async def release(master: Master) -> None:
     """A user of ``master`` is done with it; the last one stops it."""
     master.users -= 1
     if master.users > 0:
+        for warm_up in list(master.warmers.values()):  # park again what a user took
+            warm_up()
         return
     if _MASTERS.get(master.key) is master:
         del _MASTERS[master.key]

@@ -220,6 +220,49 @@ def test_every_connection_to_a_host_rides_one_ssh(sshd: Sshd, server: Server) ->
     asyncio.run(scenario())
 
 
+def _parked_pids(sup: RemoteSupervisor) -> set[int]:
+    """The ssh processes of the connections parked on ``sup``'s master."""
+    master = sup.link._master  # type: ignore[union-attr]
+    assert master is not None
+    return {item[0][1].proc.pid for held in master._parked.values() for item in held}
+
+
+def test_a_second_attach_takes_connections_opened_ahead(sshd: Sshd, server: Server) -> None:
+    """Once an attach is up, two connections to its server wait on the host's
+    master (PARKED): a second attach takes them and starts no ssh session to
+    connect; with two links on the master no more are parked (an sshd's
+    MaxSessions); closing the last link ends the master."""
+    from procwindow.control._ssh_master import PARKED
+
+    async def scenario() -> None:
+        first = await attach(sshd, server)
+        try:
+            await until(lambda: len(_parked_pids(first)) == PARKED)
+            ahead = _parked_pids(first)
+            assert all(os.path.exists(f"/proc/{pid}") for pid in ahead)
+            second = await attach(sshd, server)
+            try:
+                master = second.link.pids()[0]
+                assert set(second.link.pids()[1:]) == ahead  # its connections: those
+                p = await second.spawn(["echo", "parked"], session="s1", agent="a1")
+                assert [ln.text for ln in await read_all(second, p.id)] == ["parked"]
+                # Two links ride the master now: none is parked for a third (MaxSessions).
+                await asyncio.sleep(0.5)
+                assert _parked_pids(second) == set()
+            finally:
+                await second.close()
+            # One link again: two are parked for the next attach.
+            await until(lambda: len(_parked_pids(first)) == PARKED)
+            again = _parked_pids(first)
+            assert not again & ahead
+        finally:
+            await first.close()
+        assert not any(os.path.exists(f"/proc/{pid}") for pid in (master, *ahead, *again))
+        assert _connections_to(sshd.port) == 0
+
+    asyncio.run(scenario())
+
+
 #: Attaches over ssh, says its ssh master's pid, and waits to be killed.
 ATTACHED_HOST = r"""
 import asyncio, json, sys
