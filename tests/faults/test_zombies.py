@@ -27,6 +27,19 @@ from ..core.helpers import py
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _last_pid() -> int:
+    """The pid the kernel gave last in this pid namespace."""
+    with open("/proc/sys/kernel/ns_last_pid") as f:
+        return int(f.read())
+
+
+def _pids_since(first: int) -> int:
+    """How many pids the kernel gave since ``_last_pid()`` said ``first`` (they wrap)."""
+    with open("/proc/sys/kernel/pid_max") as f:
+        pid_max = int(f.read())
+    return (_last_pid() - first) % pid_max
+
+
 def _zombie_children(pid: int) -> int:
     try:
         children = psutil.Process(pid).children()
@@ -102,17 +115,22 @@ def test_a_pid_hopper_leaves_no_zombie_pile_under_a_subreaper(run, tmp_path):
         async with Supervisor(log_dir=tmp_path, subreaper=True, graceful_timeout=1) as sup:
             p = await sup.spawn(PID_HOPPER, session="s", agent="a")
             peak = 0
+            first = _last_pid()
             started = time.monotonic()
             while time.monotonic() - started < 2.0:
                 peak = max(peak, _zombie_children(os.getpid()))
                 await asyncio.sleep(0.05)
+            forks = _pids_since(first)
             info = await sup.term(p.id)  # stops the whole group
             assert info.reason is ExitReason.TERMINATED
-            return peak
+            return peak, forks
 
-    peak = run(main())
-    # Unreaped, two seconds of hopping leave thousands; reaped as they come, a handful.
-    assert peak < 200, peak
+    peak, forks = run(main())
+    # Unreaped, every hop of the two seconds stays a zombie (thousands); reaped as
+    # they come, those of one turn of the loop at most: how many that is depends on
+    # the machine's speed and load (90-220 of ~6,000 here), the share does not.
+    assert forks > 500, forks  # it did hop
+    assert peak * 5 < forks, (peak, forks)
 
 
 def test_a_pid_hopper_is_stopped_by_term_without_a_subreaper(run, tmp_path):
