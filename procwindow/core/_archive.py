@@ -19,7 +19,7 @@ from ._logdir import LogDir, journal_path, log_file_path
 from ._output import OutputStore, RingBudget
 from ._proc import Proc
 from ._replay import ByteBatch, ByteSink, DiskOutput, encode_lines
-from ._types import CommandRun, Line, LineRun, ReadBatch, RunBatch, Stream
+from ._types import CommandRun, ReadBatch, RunBatch, Stream
 
 __all__ = [
     "DEFAULT_HISTORY_AGE",
@@ -253,23 +253,12 @@ class Archive:
         eof = finished and (limit is None or len(lines) < limit or cursor >= last)
         return ReadBatch(lines, dropped, cursor, eof)
 
-    def read_live(
-        self, child: Child, since: int, limit: int | None, stream: Stream | None, upto: int
-    ) -> tuple[list[Line], int, int] | None:
-        """Lines of a live child that left its ring, from disk; None without a journal."""
+    def _live_disk(self, child: Child) -> DiskOutput | None:
+        """The log on disk of a live child, for its lines that left its ring;
+        None without a journal."""
         if child.disk.journal_path is None or child.disk.error is not None:
             return None
-        out = self.reader(self.logs.path, child.id, finished=False)
-        return out.read(since, limit, stream, upto=upto)
-
-    def _read_live_runs(
-        self, child: Child, since: int, limit: int | None, stream: Stream | None, upto: int
-    ) -> tuple[list[LineRun], int, int] | None:
-        """:meth:`read_live`'s lines as runs."""
-        if child.disk.journal_path is None or child.disk.error is not None:
-            return None
-        out = self.reader(self.logs.path, child.id, finished=False)
-        return out.read_runs(since, limit, stream, upto=upto)
+        return self.reader(self.logs.path, child.id, finished=False)
 
     def read_child(
         self, child: Child, since: int, limit: int | None, want: Stream | None
@@ -293,15 +282,14 @@ class Archive:
         dropped = 0
         cursor = since
         if since + 1 < store.first_seq:
-            old: tuple[list[Any], int, int] | None
-            if runs:
-                old = self._read_live_runs(child, since, limit, want, store.first_seq)
-                taken = sum(len(run.texts) for run in old[0]) if old is not None else 0
-            else:
-                old = self.read_live(child, since, limit, want, store.first_seq)
-                taken = len(old[0]) if old is not None else 0
-            if old is not None:
-                out, dropped, cursor = old
+            disk = self._live_disk(child)
+            if disk is not None:
+                if runs:
+                    out, dropped, cursor = disk.read_runs(since, limit, want, store.first_seq)
+                    taken = sum(len(run.texts) for run in out)
+                else:
+                    out, dropped, cursor = disk.read(since, limit, want, store.first_seq)
+                    taken = len(out)
                 if limit is not None:
                     limit -= taken
                 if limit == 0 and (want is None or cursor < store.first_seq - 1):

@@ -37,6 +37,14 @@ def runs_from_lines(elements: list) -> list:
     return [line for run in runs_from_json(elements) for line in run.lines()]
 
 
+async def _out(sup: Supervisor, proc_id: int, since: int, stream: str, limit: int) -> dict:
+    """The result of an ``out`` reply, as the server writes it."""
+    conn = _Collect()
+    want = _handlers_streams.Stream(stream)
+    await _StreamVerbs(sup)._out_reply(conn, 1, proc_id, since, want, limit)  # type: ignore[arg-type]
+    return json.loads(conn.data)["result"]
+
+
 class _Collect:
     """The connection ``out`` writes its reply to, piece by piece."""
 
@@ -130,10 +138,7 @@ def test_a_limit_met_by_a_stream_s_last_lines_reads_to_the_end(tmp_path: Path) -
             await until(lambda: not sup.get(p.id).output_open)
             batch = sup.read(p.id, 0, limit=2, stream="stderr")
             assert (batch.cursor, batch.eof) == (7, True)
-            conn = _Collect()
-            want = _handlers_streams.Stream.STDERR
-            await _StreamVerbs(sup)._out_reply(conn, 1, p.id, 0, want, 2)  # type: ignore[arg-type]
-            result = json.loads(conn.data)["result"]
+            result = await _out(sup, p.id, 0, "stderr", 2)
             assert {k: result[k] for k in out_result(batch)} == out_result(batch)
 
     asyncio.run(main())
@@ -168,10 +173,7 @@ def test_a_limit_met_on_disk_skips_the_other_stream_into_the_ring(tmp_path: Path
             batch = sup.read(p.id, 0, limit=1, stream="stdout")
             assert [line.text for line in batch.lines] == ["out 0"]
             assert (batch.cursor, batch.eof) == (21, False)
-            conn = _Collect()
-            want = _handlers_streams.Stream.STDOUT
-            await _StreamVerbs(sup)._out_reply(conn, 1, p.id, 0, want, 1)  # type: ignore[arg-type]
-            result = json.loads(conn.data)["result"]
+            result = await _out(sup, p.id, 0, "stdout", 1)
             assert {k: result[k] for k in out_result(batch)} == out_result(batch)
             await sup.close_stdin(p.id)
             await sup.wait(p.id, timeout=10)
