@@ -60,6 +60,7 @@ class PaneFacts:
     filter_error: bool = False  # ... and it is not a valid regular expression
     current_match: int = -1  # the row of the current match (-1: none)
     logs: tuple[str, ...] = ()  # the log files that keep the lines, stdout's first
+    kept_by: str = ""  # ... or the server that keeps them (an attached one's where)
     cut_lines: int = 0  # lines the disk cap cut from the middle of those logs
     cut_bytes: int = 0  # ... and their bytes
     following: bool = True  # the view follows the tail
@@ -143,6 +144,18 @@ def _earlier_texts(facts: PaneFacts) -> tuple[str, str, str]:
     logs = facts.logs
     older = count_text(facts.earlier, "earlier line", "earlier lines")
     where = "the log:" if len(logs) == 1 else "the logs:"
+    if facts.kept_by:
+        # The server's log, on its side (its `out` reads it): named as a log path
+        # is, so that the words stay whole and the server's address gives way.
+        if facts.cut_lines:
+            cut = count_text(facts.cut_lines, "line", "lines")
+            notice = (
+                f"{older} are not shown here — the server keeps the first and last in its"
+                f" log; log_cap cut {cut} ({format_size(facts.cut_bytes)}) between them:"
+            )
+        else:
+            notice = f"{older} are not shown here — the server keeps them in its log:"
+        return notice, facts.kept_by, ""
     if not logs:
         return f"{older} are not shown here, and no log file keeps them", "", ""
     if facts.cut_lines:

@@ -184,6 +184,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             facts = replace(
                 facts,
                 logs=tuple(logs.files),
+                kept_by=logs.kept_by,
                 cut_lines=logs.cut_lines,
                 cut_bytes=logs.cut_bytes,
             )

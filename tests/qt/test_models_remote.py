@@ -225,3 +225,29 @@ def test_proc_model_rows_say_disconnected_while_the_link_is_down(
         qrun(scenario())
     finally:
         assert stop_server(server) == 0
+
+
+def test_the_pane_says_where_the_lines_it_does_not_hold_are(
+    api: SupervisorAPI, qrun: QRun, panes: list
+) -> None:
+    """Lines before the pane's oldest: in the log files here, or, attached, in the
+    server's log (its `out` reads them), never "no log file keeps them"."""
+    from .panes import Pane
+
+    p = qrun(api.spawn(["seq", "1", "2500"], session="s", agent="a"))
+    qrun(until(lambda: api.get(p.id).exit is not None, what="exited"))
+    pane = Pane(api, "s", "a")
+    panes.append(pane)
+    w, out = pane.model, pane.output
+    out.maxLines = 1000
+    out.procId = p.id
+    qrun(until(lambda: out.lineCount == 1000 and out.earlierLines == 1500, what="the tail"))
+    if api.where:
+        assert w.earlierText == (
+            "1,500 earlier lines are not shown here — the server keeps them in its log:"
+        )
+        assert (w.logText, w.logPath) == (api.where, "")  # no file here to open
+    else:
+        log = api.log_path(p.id)
+        assert w.earlierText == "1,500 earlier lines are not shown here — in the log:"
+        assert (w.logText, w.logPath) == (log, log)

@@ -33,6 +33,9 @@ class LogFacts(NamedTuple):
     files: list[str]
     cut_lines: int = 0
     cut_bytes: int = 0
+    #: The server that keeps them, when they are not on this side (an attached
+    #: supervisor's ``where``): its ``out`` reads them.
+    kept_by: str = ""
 
 
 def _has_bytes(path: str) -> bool:
@@ -155,8 +158,13 @@ class OutputReader:
         if self.proc_id < 0:
             return LogFacts([])
         try:
-            paths = [self._sup.log_path(self.proc_id, stream) for stream in Stream]
             p = self._sup.get(self.proc_id)
+        except ProcwindowError:
+            return LogFacts([])
+        if self._sup.where:  # attached: the logs are the server's, read through it
+            return LogFacts([], p.cut_lines, p.cut_bytes, kept_by=self._sup.where)
+        try:
+            paths = [self._sup.log_path(self.proc_id, stream) for stream in Stream]
         except ProcwindowError:
             return LogFacts([])
         return LogFacts([path for path in paths if _has_bytes(path)], p.cut_lines, p.cut_bytes)
