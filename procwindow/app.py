@@ -241,8 +241,7 @@ async def _run(
     # First of all: Ctrl+C, SIGTERM or SIGHUP must close the supervisor, not kill us.
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, on_stop_signal)
-    if os.environ.get(SCREENSHOT_ENV):
-        loop.add_signal_handler(signal.SIGUSR1, _save_screenshots)
+    _screenshots_on_usr1(loop)
     if command is None and workspace_file is None:
         workspace_file = demo_workspace()
     grace = workspace_file.graceful_timeout if workspace_file is not None else None
@@ -371,6 +370,7 @@ async def _attach(
     quit_now = asyncio.Event()
     for signum in STOP_SIGNALS:
         loop.add_signal_handler(signum, quit_now.set)
+    _screenshots_on_usr1(loop)
     try:
         reached, later = await _reach(targets, ssh_command, remote_procwindow)
         if not reached:
@@ -410,7 +410,7 @@ async def _attach(
         finally:
             await first.remote.close()  # the link only: nothing there stops
     finally:
-        for signum in STOP_SIGNALS:
+        for signum in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(signum)
     return 0
 
@@ -459,6 +459,13 @@ def _reporter(workspace: Workspace) -> Callable[[str, bool], None]:
 
 
 # -- screenshots -----------------------------------------------------------------------
+
+
+def _screenshots_on_usr1(loop: asyncio.AbstractEventLoop) -> None:
+    """With ``PROCWINDOW_SCREENSHOT_DIR`` set, SIGUSR1 saves the windows there
+    (without, SIGUSR1 keeps its default action)."""
+    if os.environ.get(SCREENSHOT_ENV):
+        loop.add_signal_handler(signal.SIGUSR1, _save_screenshots)
 
 
 def _save_screenshots() -> None:

@@ -201,3 +201,47 @@ def test_demo_under_xvfb_right_click_processes_kill(tmp_path: Path) -> None:
             log.close()
             if app.returncode not in (0, None):
                 print((tmp_path / "app.log").read_text(), file=sys.stderr)
+
+
+def test_attach_under_xvfb_saves_its_windows_on_sigusr1(tmp_path: Path) -> None:
+    """``procwindow attach`` is the window too: with PROCWINDOW_SCREENSHOT_DIR set,
+    SIGUSR1 saves its windows (it does not end it); SIGTERM closes it, status 0,
+    and the server it attached to runs on."""
+    from tests.control.conftest import start_server, stop_server
+
+    server = start_server(tmp_path)
+    shots = tmp_path / "shots"
+    env = dict(
+        os.environ,
+        QT_QPA_PLATFORM="xcb",
+        PROCWINDOW_SCREENSHOT_DIR=str(shots),
+        XDG_STATE_HOME=str(tmp_path / "window-state"),
+        PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+    )
+    try:
+        with xvfb() as display:
+            env["DISPLAY"] = display
+            with (tmp_path / "app.log").open("w") as log:
+                app = subprocess.Popen(
+                    [sys.executable, "-m", "procwindow", "attach", server.path],
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            try:
+                find_window(display, "^procwindow$")
+                app.send_signal(signal.SIGUSR1)
+                wait_for(lambda: list(shots.glob("*.png")), 10, "the window's screenshot")
+                assert app.poll() is None, "SIGUSR1 ended it"
+                time.sleep(0.3)  # written, not just created
+                colours, differ = image_stats(QImage(str(sorted(shots.glob("*.png"))[0])))
+                assert colours >= 12 and differ >= 0.05, "the screenshot looks blank"
+                app.terminate()
+                assert app.wait(30) == 0
+                assert server.request({"op": "hello"})["ok"] is True
+            finally:
+                if app.poll() is None:
+                    app.kill()
+                    app.wait()
+    finally:
+        assert stop_server(server) == 0
