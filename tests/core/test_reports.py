@@ -130,11 +130,15 @@ def test_callers_close_together_share_one_sample(run, tmp_path):
             sup.stats(p.id)  # the first sample: CPU % counts from here
             await asyncio.sleep(STATS_MIN_INTERVAL * 1.2)
             seen = []
+            apart = 0
             for _ in range(30):  # two callers, 20 ms apart, for 0.6 s
                 first, second = sup.stats(p.id), sup.stats(p.id)
-                assert first == second
-                seen.append(first.cpu_percent)
+                # The same sample, unless it expired between the two calls (a
+                # sample lives STATS_MIN_INTERVAL: at most twice in 0.6 s).
+                apart += first != second
+                seen += [first.cpu_percent, second.cpu_percent]
                 await asyncio.sleep(0.02)
+            assert apart <= 2, apart
             # One spinning thread: never more than one core's worth.
             assert max(seen) <= 105, seen
             assert len(set(seen)) <= 3, seen  # a new sample at most every half second
