@@ -23,6 +23,9 @@ since)``) in a loop that sleeps 1 ms when nothing is new: what the transport
 gives. ``exit -> row``: a child sleeps 0.3 s, prints ``time.time()`` and exits;
 a ProcModel shows its scope; the latency is from that stamp to the
 ``dataChanged`` that turns its row's status to exited (median of 5 per round).
+``a second attach``: a RemoteSupervisor connected beside the bench's own, from
+``connect`` to its snapshot (over ssh it takes the connections parked on the
+host's master, once they are there); in process, opening a Supervisor.
 """
 
 from __future__ import annotations
