@@ -27,6 +27,7 @@ from PySide6.QtWidgets import QApplication
 from procwindow.control.remote import RemoteSupervisor
 from procwindow.core import Supervisor, SupervisorAPI
 from tests.control.conftest import (
+    Server,
     server,  # noqa: F401  (a fixture: a real `procwindow serve`)
     start_server,
     stop_server,
@@ -117,6 +118,16 @@ def sup(qrun: QRun, tmp_path: Path) -> Iterator[Supervisor]:
         yield supervisor
     finally:
         qrun(supervisor.close())
+
+
+@pytest.fixture
+def remote(server: Server, qrun: QRun) -> Iterator[RemoteSupervisor]:  # noqa: F811
+    """A RemoteSupervisor on a real `procwindow serve` (the ``server`` fixture)."""
+    sup = qrun(RemoteSupervisor.connect(server.path))
+    try:
+        yield sup
+    finally:
+        qrun(sup.close())
 
 
 @pytest.fixture

@@ -26,15 +26,6 @@ pytestmark = pytest.mark.qt_log_level_fail("WARNING")
 SLEEP = ["sleep", "60"]
 
 
-@pytest.fixture
-def remote(server: Server, qrun: QRun) -> Iterator[RemoteSupervisor]:
-    sup = qrun(RemoteSupervisor.connect(server.path))
-    try:
-        yield sup
-    finally:
-        qrun(sup.close())
-
-
 def remote_host(remote: RemoteSupervisor, scopes: dict[str, list[str]] | None = None) -> Host:
     return Host(cast(Supervisor, remote), "test", "test (serve)", scopes=scopes)
 

@@ -30,15 +30,6 @@ Opened = list[tuple[Host, str, str]]
 
 
 @pytest.fixture
-def remote(server: Server, qrun: QRun) -> Iterator[RemoteSupervisor]:
-    sup = qrun(RemoteSupervisor.connect(server.path))
-    try:
-        yield sup
-    finally:
-        qrun(sup.close())
-
-
-@pytest.fixture
 def window(
     sup: Supervisor, remote: RemoteSupervisor
 ) -> Iterator[tuple[MainWindowModel, Host, Host, Opened]]:
