@@ -62,11 +62,13 @@ VERBS = (
     "term",
     "kill",
     "interrupt",
+    "signal",
     "dismiss",
     "forget",
     "restart",
     "show",
     "ports",
+    "tree",
     "wait",
     "run",
     "events",
@@ -143,7 +145,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
     add_fields(p, "out", short={"follow": "-f"})
     for name in ("term", "kill", "interrupt", "dismiss", "forget", "restart"):
         add_fields(_verb_parser(verbs, name), name)
-    for name in ("show", "ports"):
+    p = _verb_parser(verbs, "signal")
+    add_fields(p, "signal", metavars={"os_pid": "PID"})
+    _json_option(p)
+    for name in ("show", "ports", "tree"):
         p = _verb_parser(verbs, name)
         add_fields(p, name)
         _json_option(p)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from ..core import (
     format_size,
 )
 
-__all__ = ["history_table"]
+__all__ = ["history_table", "signal_name", "tree_table"]
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> int:
@@ -128,3 +129,42 @@ def _states_text(runs: list[dict[str, Any]]) -> str:
 def _count_line(name: str, counts: ScopeCounts) -> str:
     """``name  running/total``; unlike ScopeCounts.label, an empty scope shows ``0/0``."""
     return f"{name}  {counts.running}/{counts.total}\n"
+
+
+def tree_table(tree: list[dict[str, Any]]) -> str:
+    """A proc's tree as ``tree`` lists it, as a table: each command indented
+    under its parent; commands escaped."""
+    head = ("PID", "PPID", "STATE", "CPU%", "MEM", "THREADS", "COMMAND")
+    rows = [head]
+    for p in tree:
+        rows.append(
+            (
+                str(p["os_pid"]),
+                str(p["ppid"]),
+                p["state"],
+                f"{p['cpu_percent']:.1f}",
+                format_size(p["rss"]),
+                str(p["threads"]),
+                "  " * p["depth"] + escape_controls(p["command"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head) - 1)]
+    right = {1, 3, 4, 5}
+    return "".join(
+        "  ".join(
+            c.rjust(w) if i in right and r is not head else c.ljust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=False))
+        )
+        + "  "
+        + r[-1]
+        + "\n"
+        for r in rows
+    )
+
+
+def signal_name(number: int) -> str:
+    """``SIGTERM`` for 15; ``signal 40`` for one with no name."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"

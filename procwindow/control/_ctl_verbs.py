@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from ..core import ScopeCounts, escape_controls
+from ..core.rules import check_signal
 from ._ctl_args import EXIT_SERVER
 from ._ctl_format import (
     _count_line,
@@ -26,6 +27,8 @@ from ._ctl_format import (
     _print_lines,
     _states_text,
     history_table,
+    signal_name,
+    tree_table,
 )
 from ._protocol import WRITE_CHUNK
 from .client import Client
@@ -78,6 +81,17 @@ def _interrupt(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     return _emit(args, result, text)
 
 
+def _signal(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    result = client.call("signal", **fields)
+    name = signal_name(check_signal(fields["signal"]))
+    target = "its process group" if args.os_pid is None else f"pid {args.os_pid}"
+    if result["sent"]:
+        return _emit(args, result, f"{args.proc}: {name} sent to {target}\n")
+    why = "it has exited" if args.os_pid is None else f"pid {args.os_pid} is not in its tree"
+    _emit(args, result, f"{args.proc}: {name} not sent: {why}\n")
+    return 1
+
+
 def _dismiss(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("dismiss", proc=args.proc)
     return _emit(args, result, f"{args.proc}: dismissed\n")
@@ -113,6 +127,11 @@ def _ports(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     ports = client.call("ports", **fields)["ports"]
     text = "".join(f"{p['port']}\t{p['host']}\t{p['os_pid']}\n" for p in ports)
     return _emit(args, ports, text)
+
+
+def _tree(client: Client, args: argparse.Namespace, fields: Fields) -> int:
+    tree = client.call("tree", **fields)["tree"]
+    return _emit(args, tree, tree_table(tree) if tree else f"{args.proc}: no process left\n")
 
 
 def _wait(client: Client, args: argparse.Namespace, fields: Fields) -> int:
@@ -280,11 +299,13 @@ _VERBS = {
     "term": _stop,
     "kill": _stop,
     "interrupt": _interrupt,
+    "signal": _signal,
     "dismiss": _dismiss,
     "forget": _forget,
     "restart": _restart,
     "show": _show,
     "ports": _ports,
+    "tree": _tree,
     "wait": _wait,
     "run": _run,
     "events": _events,

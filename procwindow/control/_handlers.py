@@ -120,11 +120,13 @@ class _ProcVerbs:
             "procs": self._procs,
             "get": self._get,
             "ports": self._ports,
+            "tree": self._tree,
             "history": self._history,
             "stats": self._stats,
             "term": self._term,
             "kill": self._kill,
             "interrupt": self._interrupt,
+            "signal": self._signal,
             "dismiss": self._dismiss,
             "forget": self._forget,
             "restart": self._restart,
@@ -209,6 +211,9 @@ class _ProcVerbs:
         ports = await self.sup.ports(req["proc"])
         return {"ports": [dataclasses.asdict(p) for p in ports]}
 
+    async def _tree(self, req: dict[str, Any], conn: Conn) -> Any:
+        return {"tree": [dataclasses.asdict(p) for p in await self.sup.tree(req["proc"])]}
+
     async def _history(self, req: dict[str, Any], conn: Conn) -> Any:
         if not self.sup.history_enabled:
             raise HistoryUnavailable(self.sup.history_error)
@@ -238,6 +243,10 @@ class _ProcVerbs:
 
     async def _interrupt(self, req: dict[str, Any], conn: Conn) -> Any:
         return {"delivered": await self.sup.interrupt(req["proc"])}
+
+    async def _signal(self, req: dict[str, Any], conn: Conn) -> Any:
+        sent = await self.sup.signal(req["proc"], req["signal"], os_pid=req["os_pid"])
+        return {"sent": sent}
 
     async def _dismiss(self, req: dict[str, Any], conn: Conn) -> Any:
         self.sup.dismiss(req["proc"])

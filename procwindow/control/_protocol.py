@@ -22,6 +22,7 @@ from ..core import (
     ScreenText,
     SearchHit,
     Stream,
+    TreeProcess,
     error_class,
 )
 from ..core.spec import OPS
@@ -54,6 +55,7 @@ __all__ = [
     "runs_json",
     "screen_from_json",
     "screen_to_json",
+    "tree_from_json",
 ]
 
 #: 2: history, search and forget; dismiss keeps the history (no keep_logs); lines
@@ -70,7 +72,8 @@ __all__ = [
 #: that is wrong is an ``InvalidField``; ``hello`` says which versions the server
 #: speaks (``protocols``); ``run``'s ``ready`` may be a line pattern or a port.
 #: 6: terminals: ``run`` takes ``pty``, ``rows`` and ``cols``; procs carry ``pty``
-#: (its terminal's size when it started, or null); the verbs resize and screen.
+#: (its terminal's size when it started, or null); the verbs resize and screen;
+#: ``out`` takes ``runs``; the verbs tree and signal.
 PROTOCOL_VERSION = 6
 #: The oldest version this server still answers (as that version would).
 OLDEST_PROTOCOL = 4
@@ -326,6 +329,11 @@ def screen_to_json(screen: ScreenText) -> dict[str, Any]:
     if screen.styled is not None:
         out["runs"] = [[list(run) for run in row] for row in screen.styled]
     return out
+
+
+def tree_from_json(value: Mapping[str, Any]) -> TreeProcess:
+    """A process of a proc's tree, from ``tree``'s reply."""
+    return TreeProcess(**{f.name: value[f.name] for f in dataclasses.fields(TreeProcess)})
 
 
 def screen_from_json(value: Mapping[str, Any]) -> ScreenText:

@@ -82,7 +82,9 @@ from ..core import (
     Subscription,
     SupervisorAPI,
     SupervisorClosed,
+    TreeProcess,
     WorkspaceRun,
+    spec,
 )
 from ._links import (
     Disconnected,
@@ -95,7 +97,7 @@ from ._links import (
     Target,
     make_link,
 )
-from ._protocol import WRITE_CHUNK, line_from_json, screen_from_json
+from ._protocol import WRITE_CHUNK, line_from_json, screen_from_json, tree_from_json
 from ._remote_calls import _Calls, _ready_json
 from ._remote_fetched import _Fetched
 from ._remote_lines import MIRROR_LINES, MIRRORED_PROCS, _Reader
@@ -322,6 +324,10 @@ class RemoteSupervisor(SupervisorAPI):
         reply = await self._calls.call("ports", proc=proc_id)
         return [ListeningPort(p["port"], p["host"], p["os_pid"]) for p in reply["ports"]]
 
+    async def tree(self, proc_id: int) -> list[TreeProcess]:
+        reply = await self._calls.call("tree", proc=proc_id)
+        return [tree_from_json(p) for p in reply["tree"]]
+
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """LogsElsewhere: the logs are the server's (``read`` gives their lines)."""
         self.get(proc_id)
@@ -459,6 +465,11 @@ class RemoteSupervisor(SupervisorAPI):
     async def interrupt(self, proc_id: int) -> bool:
         reply = await self._calls.call("interrupt", proc_id=proc_id, proc=proc_id)
         return bool(reply["delivered"])
+
+    async def signal(self, proc_id: int, signal: int | str, *, os_pid: int | None = None) -> bool:
+        args = spec.check("signal", proc=proc_id, signal=signal, os_pid=os_pid)
+        reply = await self._calls.call("signal", proc_id=proc_id, **args)
+        return bool(reply["sent"])
 
     async def write(self, proc_id: int, data: bytes | str = "") -> int:
         """Write to the proc's stdin (as UTF-8); the bytes written."""

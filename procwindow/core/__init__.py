@@ -68,6 +68,7 @@ if TYPE_CHECKING:
         RunBatch,
         StartEvent,
         Stream,
+        TreeProcess,
         runs_of,
     )
     from ._workspace import (
@@ -180,6 +181,7 @@ __all__ = [
     "SupervisorAPI",
     "SupervisorClosed",
     "Timeout",
+    "TreeProcess",
     "UnsafePath",
     "UnsupportedPlatform",
     "Workspace",

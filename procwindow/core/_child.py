@@ -108,9 +108,9 @@ class Child:
         self.out_pending: dict[Stream, list[int]] = {}
         #: psutil handles of the tree, kept between stats() calls for CPU %.
         self.ps_cache: dict[int, psutil.Process] = {}
-        #: The last stats() (monotonic seconds, result): callers within
-        #: STATS_MIN_INTERVAL share it (see _reports.tree_stats).
-        self.ps_last: tuple[float, list[int], Any] | None = None
+        #: The last stats() (monotonic seconds, pids, result, per pid): callers
+        #: within STATS_MIN_INTERVAL share it (see _reports.tree_sample).
+        self.ps_last: tuple[float, list[int], Any, Any] | None = None
         #: The write end of its stdin pipe (spawned with stdin=True), until closed.
         self.stdin_fd: int | None = None
         self.stdin_lock = asyncio.Lock()

@@ -19,6 +19,7 @@ from .rules import (
     check_env,
     check_graceful_timeout,
     check_scope_name,
+    check_signal,
     check_tool,
     shown,
 )
@@ -48,6 +49,7 @@ class Kind(enum.StrEnum):
     IDS = "ids"  # a list of ids
     ENV = "env"  # an object of strings (null removes a variable)
     READY = "ready"  # a readiness check (an object; see Ready)
+    SIGNAL = "signal"  # a signal: a name (TERM, SIGHUP) or a number
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +161,7 @@ _KIND_NOTES = {
     Kind.IDS: "a list of ids",
     Kind.ENV: "an object",
     Kind.SECONDS: "seconds",
+    Kind.SIGNAL: "a name (`TERM`, `SIGHUP`) or a number",
 }
 
 
@@ -344,6 +347,7 @@ _CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
     Kind.IDS: _ids,
     Kind.ENV: lambda f, v: check_env(v),
     Kind.READY: _ready,
+    Kind.SIGNAL: lambda f, v: check_signal(v, f.name),
 }
 
 # -- verbs -----------------------------------------------------------------------------

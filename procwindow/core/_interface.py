@@ -25,7 +25,16 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from ._events import DEFAULT_QUEUE_SIZE, Subscription
-from ._types import ExitInfo, ExitReason, ListeningPort, ProcStats, ReadBatch, RunBatch, Stream
+from ._types import (
+    ExitInfo,
+    ExitReason,
+    ListeningPort,
+    ProcStats,
+    ReadBatch,
+    RunBatch,
+    Stream,
+    TreeProcess,
+)
 from .rules import DEFAULT_TOOL
 
 if TYPE_CHECKING:
@@ -181,6 +190,15 @@ class SupervisorAPI(Protocol):
         (empty for a proc that is not in the live view)."""
         ...
 
+    async def tree(self, proc_id: int) -> list[TreeProcess]:
+        """The proc's own process (while it runs) and its live descendants, those
+        that left it (``setsid``, a double fork) included: each one's kernel pid,
+        parent, depth, state, command line, CPU %, memory and threads, parents
+        before their children (at most 1,000). CPU % and memory come from the
+        sample ``stats`` takes (they add up to its figures); empty once the
+        proc and all of its tree have exited."""
+        ...
+
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:
         """Path of the raw log file of a proc's stream (named from ids only),
         made at the stream's first write: a stream that wrote nothing has none."""
@@ -298,6 +316,16 @@ class SupervisorAPI(Protocol):
 
     async def interrupt(self, proc_id: int) -> bool:
         """SIGINT to the proc's group, as Ctrl-C would. False if it already exited."""
+        ...
+
+    async def signal(self, proc_id: int, signal: int | str, *, os_pid: int | None = None) -> bool:
+        """Send ``signal`` (a number, or a name: ``"TERM"``, ``"SIGHUP"``, ``"usr1"``)
+        to the proc's process group, or with ``os_pid`` to that one process of its
+        tree (a kernel pid ``tree`` lists: the proc's own process or a
+        descendant). False when the proc has exited, or ``os_pid`` is not (or no
+        longer) a live process of its tree: it is checked just before the
+        signal, so a pid the kernel gave to another process is never hit.
+        InvalidField for an unknown signal."""
         ...
 
     async def write(self, proc_id: int, data: bytes | str = "") -> int:

@@ -22,9 +22,11 @@ from ._types import ListeningPort, ProcStats
 __all__ = [
     "STATS_MIN_INTERVAL",
     "STATS_TREE_TTL",
+    "PerProcess",
     "idx_text",
     "top_text",
     "tree_ports",
+    "tree_sample",
     "tree_stats",
 ]
 
@@ -75,12 +77,22 @@ def top_text(procs: Iterable[Proc], now_mono: float) -> str:
     )
 
 
+#: What one sample says of each process it looked at: {pid: (CPU %, RSS, threads)}.
+PerProcess = dict[int, tuple[float, int, int]]
+
+
 def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
     """CPU %, RSS, I/O bytes and threads of the child (while it runs) and its
     live ``descendants``. CPU % counts since the previous sample of the same
     processes: their psutil handles are kept in ``child.ps_cache``. A call within
     :data:`STATS_MIN_INTERVAL` of the last sample gets that sample again (CPU
     time is real time: no clock seam)."""
+    return tree_sample(child, descendants)[0]
+
+
+def tree_sample(child: Child, descendants: Iterable[int]) -> tuple[ProcStats, PerProcess]:
+    """:func:`tree_stats`, with what the sample says of each process (the
+    ``tree`` report shows those: they add up to the stats)."""
     now = time.monotonic()
     pids = list(descendants)
     if child.running:
@@ -88,36 +100,37 @@ def tree_stats(child: Child, descendants: Iterable[int]) -> ProcStats:
     last = child.ps_last
     # The same tree, sampled moments ago: that sample (a tree that changed is new).
     if last is not None and 0 <= now - last[0] < STATS_MIN_INTERVAL and last[1] == pids:
-        stats: ProcStats = last[2]
-        return stats
-    stats = _sample(child, pids)
-    child.ps_last = (now, pids, stats)
-    return stats
+        return last[2], last[3]
+    stats, each = _sample(child, pids)
+    child.ps_last = (now, pids, stats, each)
+    return stats, each
 
 
-def _sample(child: Child, pids: list[int]) -> ProcStats:
+def _sample(child: Child, pids: list[int]) -> tuple[ProcStats, PerProcess]:
     cache = child.ps_cache
     seen: dict[int, psutil.Process] = {}
-    cpu = 0.0
-    rss = rd = wr = threads = 0
+    each: PerProcess = {}
+    rd = wr = 0
     for pid in pids:
         proc = cache.get(pid)
         try:
             if proc is None:
                 proc = psutil.Process(pid)
             with proc.oneshot():
-                cpu += proc.cpu_percent(None)
-                rss += proc.memory_info().rss
-                threads += proc.num_threads()
+                each[pid] = (proc.cpu_percent(None), proc.memory_info().rss, proc.num_threads())
                 with contextlib.suppress(psutil.AccessDenied, AttributeError):
                     io = proc.io_counters()
                     rd += io.read_bytes
                     wr += io.write_bytes
             seen[pid] = proc
         except (psutil.NoSuchProcess, psutil.ZombieProcess, psutil.AccessDenied, OSError):
+            each.pop(pid, None)
             continue
     child.ps_cache = seen
-    return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.running))
+    cpu = sum(v[0] for v in each.values())
+    rss = sum(v[1] for v in each.values())
+    threads = sum(v[2] for v in each.values())
+    return ProcStats(cpu, rss, rd, wr, threads, max(0, len(seen) - child.running)), each
 
 
 def tree_ports(child: Child, descendants: Iterable[int]) -> list[ListeningPort]:

@@ -14,11 +14,11 @@ from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from . import _agent, _stdin, _terminal, _waiting, spec
+from . import _agent, _members, _stdin, _terminal, _waiting, spec
 from ._agent import Excerpt
 from ._archive import DEFAULT_HISTORY_AGE, DEFAULT_HISTORY_BYTES, DEFAULT_LOG_CAP, Archive
 from ._capture import BIG_PIPE
-from ._child import Child, StopCause
+from ._child import Child
 from ._errors import SupervisorClosed, WrongLoop
 from ._events import DEFAULT_QUEUE_SIZE, EventHub, Subscription
 from ._interface import SupervisorAPI
@@ -30,7 +30,7 @@ from ._proc import Proc
 from ._reads import Reads, past_id
 from ._ready import Ready
 from ._replay import ByteBatch
-from ._reports import STATS_TREE_TTL, idx_text, top_text, tree_ports, tree_stats
+from ._reports import idx_text, top_text, tree_ports, tree_stats
 from ._running import Running, release
 from ._screen import ScreenText
 from ._search import SearchHit
@@ -46,6 +46,7 @@ from ._types import (
     ReadBatch,
     RunBatch,
     Stream,
+    TreeProcess,
 )
 from ._watchdog import Watchdog
 from .rules import DEFAULT_GRACEFUL_TIMEOUT, DEFAULT_TOOL, check_graceful_timeout
@@ -540,17 +541,10 @@ class Supervisor(SupervisorAPI):
     async def interrupt(self, proc_id: int) -> bool:
         return await self.signal(proc_id, signal.SIGINT)
 
-    async def signal(self, proc_id: int, sig: int) -> bool:
-        """Send ``sig`` to the proc's process group. False if it already exited.
-
-        Sent only while the child runs (unreaped), so a reused pid is never hit.
-        """
+    async def signal(self, proc_id: int, signal: int | str, *, os_pid: int | None = None) -> bool:
+        args = spec.check("signal", proc=proc_id, signal=signal, os_pid=os_pid)
         child = self._child(proc_id)
-        if not child.running:
-            return False
-        if sig not in (0, signal.SIGCONT):
-            child.note_stop(StopCause.SIGNALLED)
-        return self._bind_loop().signals.signal_group(child, sig)
+        return _members.send(child, self._bind_loop().signals, args["signal"], args["os_pid"])
 
     def dismiss(self, proc_id: int) -> None:
         child = self._child(proc_id)
@@ -591,9 +585,9 @@ class Supervisor(SupervisorAPI):
     async def ports(self, proc_id: int) -> list[ListeningPort]:
         return tree_ports(*self._tree(proc_id)) if self.get(proc_id).live else []
 
-    def _tree(self, proc_id: int) -> tuple[Child, list[int]]:
-        """The live child and its descendants, from a scan at most STATS_TREE_TTL old."""
+    async def tree(self, proc_id: int) -> list[TreeProcess]:
         child = self._child(proc_id)
-        run = self._run
-        tree = run.signals.tree(child, max_age=STATS_TREE_TTL) if run is not None else None
-        return child, list(tree or ())
+        return _members.tree_processes(child, self._run.signals if self._run else None)
+
+    def _tree(self, proc_id: int) -> tuple[Child, list[int]]:
+        return _members.live_tree(self._child(proc_id), self._run.signals if self._run else None)

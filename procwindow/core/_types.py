@@ -32,6 +32,7 @@ __all__ = [
     "RunBatch",
     "StartEvent",
     "Stream",
+    "TreeProcess",
 ]
 
 
@@ -404,6 +405,30 @@ class ListeningPort:
     port: int
     host: str
     os_pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class TreeProcess:
+    """One process of a proc's tree, as ``tree`` reports it.
+
+    ``os_pid`` and ``ppid`` are the kernel's pids; ``depth`` is 0 for the proc's
+    own process, 1 for its children and for processes that left it (``setsid``,
+    a double fork: found by procwindow's marker, their parent is no longer in
+    the tree), and one more for each generation below. ``state`` is the
+    kernel's (``running``, ``sleeping``, ``disk-sleep``, ``stopped``,
+    ``zombie``…); ``command`` its command line (``[name]`` when it has none);
+    ``cpu_percent`` and ``rss`` come from the same sample as the proc's
+    ``stats`` (they add up to its figures); ``started`` is Unix seconds."""
+
+    os_pid: int
+    ppid: int
+    depth: int
+    state: str
+    command: str
+    cpu_percent: float
+    rss: int
+    threads: int
+    started: float
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ say *where* a bad value came from (a request field, a line of a file).
 from __future__ import annotations
 
 import math
+import signal
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple, Protocol
 
@@ -26,6 +27,7 @@ __all__ = [
     "check_env",
     "check_graceful_timeout",
     "check_scope_name",
+    "check_signal",
     "check_tool",
     "command_argv",
     "count_scopes",
@@ -121,6 +123,30 @@ def check_tool(tool: object) -> str:
             f" got {shown(tool)}"
         )
     return tool
+
+
+def check_signal(value: object, what: str = "signal") -> int:
+    """``value`` as a signal number: a number from 0 to SIGRTMAX, or a name with or
+    without ``SIG``, in any case (``"TERM"``, ``"SIGhup"``, ``"9"``). 0 sends
+    nothing: it asks whether the process is there.
+
+    >>> check_signal("term"), check_signal("SIGKILL"), check_signal(10)
+    (15, 9, 10)
+    """
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, int) and not isinstance(value, bool):
+        if 0 <= value <= signal.SIGRTMAX:
+            return value
+    elif isinstance(value, str):
+        name = value.strip().upper()
+        name = name if name.startswith("SIG") else "SIG" + name
+        if name in signal.Signals.__members__ and name not in ("SIG_DFL", "SIG_IGN"):
+            return int(signal.Signals[name])
+    raise ValueError(
+        f"{what} must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 0"
+        f" to {int(signal.SIGRTMAX)}, got {shown(value)}"
+    )
 
 
 # -- commands ----------------------------------------------------------------

@@ -399,6 +399,31 @@ _VERB_LIST: tuple[Verb, ...] = (
         mcp="interrupt",
     ),
     Verb(
+        "signal",
+        "send a signal to a process's group, or to one process of its tree",
+        (
+            PROC,
+            Field(
+                "signal",
+                Kind.SIGNAL,
+                "the signal: a name (TERM, INT, HUP, USR1, KILL…) or a number",
+                required=True,
+                cli="SIGNAL",
+            ),
+            Field(
+                "os_pid",
+                Kind.COUNT,
+                "only this process of its tree (its kernel pid, as `tree` lists it)",
+                minimum=1,
+                cli="--pid",
+                note="a kernel pid of its tree (without it: the process group)",
+            ),
+        ),
+        library="signal",
+        ctl="signal",
+        mcp="signal",
+    ),
+    Verb(
         "dismiss",
         "hide an exited process from the live view; its history and logs are kept"
         " ('forget' deletes them)",
@@ -458,6 +483,14 @@ _VERB_LIST: tuple[Verb, ...] = (
         library="ports",
         ctl="ports",
         mcp="ports",
+    ),
+    Verb(
+        "tree",
+        "the processes of a process's tree: pid, parent, state, command, CPU and memory",
+        PROC_ID,
+        library="tree",
+        ctl="tree",
+        mcp="tree",
     ),
     Verb(
         "events",

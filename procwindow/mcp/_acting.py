@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..control import WRITE_CHUNK
 from ..core import ProcwindowError
+from ..core.rules import check_signal
 from ._backend import tool_client
 from ._reading import summary
 from ._toolbox import TOOL_NAME, Args, Toolbox, ToolFailed
@@ -105,6 +106,19 @@ class Acting(Toolbox):
             await self.proc(c, "interrupt", args["id"])
             result = await c.call("interrupt", proc=args["id"])
         return {"id": args["id"], **result}
+
+    async def signal(self, args: Args, ctx: Context) -> dict[str, Any]:
+        """Send a signal (a name such as "TERM", "HUP", "USR1", or a number) to a
+        process's group, or with `os_pid` to that one process of its tree (a
+        kernel pid `tree` lists: a stuck child, not the whole job). Returns
+        {"id", "signal", "sent"} at once (false: it had exited, or `os_pid` is
+        not in its tree); `wait` for how it ends."""
+        async with tool_client(self.backend) as c:
+            await self.proc(c, "signal", args["id"])
+            result = await c.call(
+                "signal", proc=args["id"], signal=args["signal"], os_pid=args.get("os_pid")
+            )
+        return {"id": args["id"], "signal": check_signal(args["signal"]), **result}
 
     async def term(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Stop a process gracefully: SIGTERM to it and its children, then SIGKILL

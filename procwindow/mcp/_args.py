@@ -151,6 +151,7 @@ _PY_TYPES: dict[Kind, Any] = {
     Kind.FLAG: bool,
     Kind.ENV: dict[str, str],
     Kind.READY: str | int | dict[str, Any],
+    Kind.SIGNAL: str | int,
 }
 
 

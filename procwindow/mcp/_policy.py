@@ -1,7 +1,7 @@
 """What an MCP session may do: whose processes it reads and acts on, whether it
 acts at all, and which commands it may run.
 
-By default a session acts (``write``, ``interrupt``, ``term``, ``kill``,
+By default a session acts (``write``, ``interrupt``, ``signal``, ``term``, ``kill``,
 ``restart``, ``dismiss``) on the processes of its own session only, and reads
 only those too: a person's dev server (``ctl run --session human``) is not the
 agent's to stop or to read. ``procwindow mcp``'s options widen or narrow it:
@@ -23,9 +23,17 @@ from ..core import ProcwindowError
 
 __all__ = ["ACTING_TOOLS", "Policy", "Refused"]
 
-#: The tools that change a process (or start one).
-ACTING_TOOLS = frozenset(
-    {"run", "write", "resize", "interrupt", "term", "kill", "restart", "dismiss"}
+#: The tools that change a process (or start one), in the order a client lists them.
+ACTING_TOOLS = (
+    "run",
+    "write",
+    "resize",
+    "interrupt",
+    "signal",
+    "term",
+    "kill",
+    "restart",
+    "dismiss",
 )
 #: Variables that would run other code than the allowed command.
 _LOADER_VARIABLES = ("PATH", "LD_", "PYTHON", "NODE_OPTIONS", "PERL5", "RUBYOPT")

@@ -14,7 +14,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..control.aclient import AsyncClient
 from ._backend import tool_client
-from ._text import HIT_CAP, TEXT_CAP, byte_size, clip, clip_field, format_lines, proc_row
+from ._text import (
+    HIT_CAP,
+    TEXT_CAP,
+    byte_size,
+    clip,
+    clip_field,
+    clip_tree,
+    format_lines,
+    proc_row,
+)
 from ._toolbox import Args, Toolbox
 
 if TYPE_CHECKING:
@@ -237,6 +246,17 @@ class Reading(Toolbox):
             await self.proc(c, "ports", args["id"])
             result = await c.call("ports", proc=args["id"])
         return {"id": args["id"], "ports": result["ports"]}
+
+    async def tree(self, args: Args, ctx: Context) -> dict[str, Any]:
+        """The processes of a process's tree now: its own and every descendant
+        (also those that left it with setsid or a double fork), parents first:
+        {"tree": [{"os_pid", "ppid", "depth", "state", "command", "cpu_percent",
+        "rss", "threads", "started"}]}. `os_pid` is the kernel's pid, for
+        `signal`'s `os_pid`. Empty once it and its tree exited."""
+        async with tool_client(self.backend) as c:
+            await self.proc(c, "tree", args["id"])
+            result = await c.call("tree", proc=args["id"])
+        return {"id": args["id"]} | clip_tree(result["tree"])
 
     async def search(self, args: Args, ctx: Context) -> dict[str, Any]:
         """Find output lines matching `pattern` in your processes (running and

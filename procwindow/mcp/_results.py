@@ -215,6 +215,35 @@ class Ports(TypedDict):
 
 
 @with_config(_OPEN)
+class Member(TypedDict):
+    os_pid: int
+    ppid: int
+    depth: int
+    state: str
+    command: str
+    cpu_percent: float
+    rss: int
+    threads: int
+    started: float
+
+
+@with_config(_OPEN)
+class Tree(TypedDict):
+    """A process's tree, parents before children; ``note`` when some were left out."""
+
+    id: int
+    tree: list[Member]
+    note: NotRequired[str]
+
+
+@with_config(_OPEN)
+class Signalled(TypedDict):
+    id: int
+    signal: int
+    sent: bool
+
+
+@with_config(_OPEN)
 class Screen(TypedDict):
     """A terminal's screen: its rows as text, its size, the cursor (row, column)."""
 
@@ -246,6 +275,7 @@ RESULTS: dict[str, Any] = {
     "resize": Resized,
     "screen": Screen,
     "interrupt": Interrupted,
+    "signal": Signalled,
     "term": Stopped,
     "kill": Stopped,
     "restart": Restarted,
@@ -253,4 +283,5 @@ RESULTS: dict[str, Any] = {
     "list": Rows,
     "history": Rows,
     "ports": Ports,
+    "tree": Tree,
 }

@@ -19,6 +19,7 @@ __all__ = [
     "byte_size",
     "clip",
     "clip_field",
+    "clip_tree",
     "format_lines",
     "proc_row",
 ]
@@ -96,11 +97,31 @@ def clip_field(result: dict[str, Any], key: str, limit: int = TEXT_CAP) -> None:
             result[f"{key}_cut_bytes"] = lost
 
 
+def _short(cmd: str) -> str:
+    return cmd if len(cmd) <= CMD_CAP else cmd[: CMD_CAP - 1] + "…"
+
+
+def clip_tree(tree: list[dict[str, Any]]) -> dict[str, Any]:
+    """``{"tree": ...}`` with each command cut to CMD_CAP characters and as many
+    processes as fit in TEXT_CAP (parents first: a cut keeps the top of the tree),
+    ``note`` saying how many were left out."""
+    kept: list[dict[str, Any]] = []
+    size = 0
+    for p in tree:
+        row = p | {"command": _short(str(p["command"]))}
+        size += byte_size(str(row)) + 2
+        if size > TEXT_CAP:
+            break
+        kept.append(row)
+    out: dict[str, Any] = {"tree": kept}
+    if len(kept) < len(tree):
+        out["note"] = f"{len(tree) - len(kept)} more processes left out (the result is capped)"
+    return out
+
+
 def proc_row(p: dict[str, Any], with_scope: bool) -> dict[str, Any]:
     """A compact line of ``list`` for one proc."""
-    cmd = str(p.get("cmd") or " ".join(map(str, p.get("argv") or ())))
-    if len(cmd) > CMD_CAP:
-        cmd = cmd[: CMD_CAP - 1] + "…"
+    cmd = _short(str(p.get("cmd") or " ".join(map(str, p.get("argv") or ()))))
     row: dict[str, Any] = {"id": p.get("id"), "os_pid": p.get("os_pid"), "state": p.get("state")}
     exit_ = p.get("exit")
     if isinstance(exit_, dict):

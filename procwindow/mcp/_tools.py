@@ -18,7 +18,7 @@ from ..core import ProcwindowError
 from ._acting import Acting
 from ._args import arg, check_arguments, tool_fields
 from ._backend import Backend, Scope
-from ._policy import Policy
+from ._policy import ACTING_TOOLS, Policy
 from ._reading import LIST_CAP, Reading
 from ._stdio import pipe_streams
 from ._text import TEXT_CAP
@@ -45,9 +45,10 @@ command to get its exit and output in the same call), then `wait_for` a line tha
 shows it is ready or done (or `wait_ready` when you gave `run` a readiness check,
 or `wait` for its exit), read its output with `excerpt` (head and tail) or `read`
 (every line after a cursor, page by page), find failures with `search` (an `id`, a
-pattern and `context`), and stop it with `term` (or `kill`, `interrupt`); `restart`
-runs it again. `list` shows your processes, `history` finds earlier runs by command
-or exit reason, `ports` tells what a server listens on. Ids stay valid after a
+pattern and `context`), and stop it with `term` (or `kill`, `interrupt`, `signal`);
+`restart` runs it again. `list` shows your processes, `history` finds earlier runs by
+command or exit reason, `ports` tells what a server listens on, `tree` which
+processes it is made of (`signal` with `os_pid` reaches one of them). Ids stay valid after a
 process exits; its output is kept. Output is paged by cursors: a line's `seq`
 counts up from 1; pass the `cursor` a result gives you as `since` to continue
 after it. Results are capped at about 16 KB of text and say what they left out.
@@ -113,9 +114,8 @@ _READ = (
     "list",
     "history",
     "ports",
+    "tree",
 )
-#: The acting tools.
-_ACT = ("run", "write", "resize", "interrupt", "term", "kill", "restart", "dismiss")
 
 
 def _hints() -> dict[str, ToolAnnotations]:
@@ -130,6 +130,7 @@ def _hints() -> dict[str, ToolAnnotations]:
         "write": acts,
         "resize": acts,
         "interrupt": acts,
+        "signal": ToolAnnotations(read_only_hint=False, destructive_hint=True),
         "term": stops,
         "kill": stops,
         "restart": ToolAnnotations(read_only_hint=False, destructive_hint=True),
@@ -137,7 +138,7 @@ def _hints() -> dict[str, ToolAnnotations]:
             read_only_hint=False, destructive_hint=False, idempotent_hint=True
         ),
     }
-    return {name: hints[name] for name in _ACT} | {name: reads for name in _READ}
+    return {name: hints[name] for name in ACTING_TOOLS} | {name: reads for name in _READ}
 
 
 def _tool_function(

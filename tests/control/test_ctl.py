@@ -173,6 +173,39 @@ def test_show_wait_and_ports(server):
     assert missing.stderr.count("\n") == 1 and "99" in missing.stderr
 
 
+def test_tree_and_signal_reach_one_process(server):
+    family = "sleep 600 & sleep 601 & echo $! ; wait"
+    server.ctl("run", "--session", "s", "--agent", "a", "--shell", family)
+    _wait(lambda: server.ctl("out", "1").stdout.strip().isdigit())
+    second = int(server.ctl("out", "1").stdout)
+    shell = json.loads(server.ctl("--json", "show", "1").stdout)["os_pid"]
+    _wait(lambda: len(json.loads(server.ctl("tree", "1", "--json").stdout)) == 3)
+    rows = server.ctl("tree", "1").stdout.splitlines()
+    assert rows[0].split() == ["PID", "PPID", "STATE", "CPU%", "MEM", "THREADS", "COMMAND"]
+    assert rows[1].split()[0] == str(shell) and rows[1].endswith("sh -c " + family)
+    children = {int(r.split()[0]): r for r in rows[2:]}
+    assert children[second].split()[1] == str(shell)
+    assert children[second].endswith("    sleep 601")  # indented under its parent
+    tree = json.loads(server.ctl("tree", "1", "--json").stdout)
+    assert (tree[0]["os_pid"], tree[0]["depth"]) == (shell, 0)
+
+    sent = server.ctl("signal", "1", "term", "--pid", str(second))
+    assert sent.stdout == f"1: SIGTERM sent to pid {second}\n"
+    _wait(lambda: not psutil.pid_exists(second) or psutil.Process(second).status() == "zombie")
+    assert json.loads(server.ctl("--json", "show", "1").stdout)["state"] == "running"
+    stranger = server.ctl("signal", "1", "KILL", "--pid", str(os.getpid()), check=False)
+    assert (stranger.returncode, stranger.stdout) == (
+        1,
+        f"1: SIGKILL not sent: pid {os.getpid()} is not in its tree\n",
+    )
+    assert json.loads(server.ctl("signal", "1", "0", "--json").stdout) == {"sent": True}
+    assert server.ctl("signal", "1", "9").stdout == "1: SIGKILL sent to its process group\n"
+    _wait(lambda: "exited 137 (terminated)" in server.ctl("show", "1").stdout)
+    assert server.ctl("tree", "1").stdout == "1: no process left\n"
+    gone = server.ctl("signal", "1", "TERM", check=False)
+    assert (gone.returncode, gone.stdout) == (1, "1: SIGTERM not sent: it has exited\n")
+
+
 def test_out_follow_until_eof(server):
     server.ctl(
         "run",

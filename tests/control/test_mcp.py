@@ -39,6 +39,8 @@ TOOLS = {
     "wait",
     "write",
     "interrupt",
+    "signal",
+    "tree",
     "term",
     "kill",
     "restart",

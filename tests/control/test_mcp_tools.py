@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import select
 import socket
 import subprocess
@@ -176,14 +177,15 @@ def test_a_session_acts_and_reads_only_its_own_unless_allowed(server: Server) ->
 
     async def scenario() -> None:
         async with session(server) as c:
-            for name in ("term", "kill", "interrupt", "write", "restart", "dismiss"):
-                text = await refusal(c, name, id=human["id"])
+            for name in ("term", "kill", "interrupt", "write", "restart", "dismiss", "signal"):
+                args = {"signal": "TERM"} if name == "signal" else {}
+                text = await refusal(c, name, id=human["id"], **args)
                 assert text == (
                     f"{name}: refused: process {human['id']} belongs to session 'human';"
                     " this MCP session acts only on its own session 'agent-s'"
                     " (--allow-all lifts this)"
                 )
-            for name in ("read", "excerpt", "ports", "wait"):
+            for name in ("read", "excerpt", "ports", "tree", "wait"):
                 text = await refusal(c, name, id=human["id"])
                 assert text.endswith("(--read-all lifts this)") and "reads only" in text
             text = await refusal(c, "list", all_sessions=True)
@@ -202,6 +204,8 @@ def test_a_session_acts_and_reads_only_its_own_unless_allowed(server: Server) ->
         async with session(server, read_only=True) as c:
             text = await refusal(c, "run", command="true")
             assert text == "run: refused: this MCP server is read-only (--read-only)"
+            text = await refusal(c, "signal", id=human["id"], signal="KILL")
+            assert text == "signal: refused: this MCP server is read-only (--read-only)"
         async with session(server, allow_all=True) as c:
             stopped = await tool(c, "term", id=human["id"])
             assert stopped["exit"]["reason"] == "terminated"
@@ -276,6 +280,43 @@ def test_ports_of_a_tree_and_of_a_finished_proc(server: Server) -> None:
                 pass
             await tool(c, "kill", id=started["id"])
             assert (await tool(c, "ports", id=started["id"]))["ports"] == []
+
+    asyncio.run(scenario())
+
+
+def test_tree_lists_a_stuck_child_and_signal_stops_it_alone(server: Server) -> None:
+    """An agent finds the process of a job that hangs and stops that one only."""
+
+    async def scenario() -> None:
+        async with session(server) as c:
+            started = await tool(c, "run", command="sleep 600 & sleep 601 & echo $!; wait")
+            hit = await tool(c, "wait_for", id=started["id"], pattern="^[0-9]+$")
+            stuck = int(hit["line"]["text"])
+            deadline = time.monotonic() + 10
+            while True:
+                tree = (await tool(c, "tree", id=started["id"]))["tree"]
+                if len(tree) == 3:
+                    break
+                assert time.monotonic() < deadline, tree
+                await asyncio.sleep(0.1)
+            assert tree[0]["os_pid"] == started["os_pid"] and tree[0]["depth"] == 0
+            member = next(t for t in tree if t["os_pid"] == stuck)
+            assert (member["command"], member["ppid"], member["depth"]) == (
+                "sleep 601",
+                started["os_pid"],
+                1,
+            )
+            sent = await tool(c, "signal", id=started["id"], signal="TERM", os_pid=stuck)
+            assert sent == {"id": started["id"], "signal": 15, "sent": True}
+            while alive(stuck):
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            listed = await tool(c, "list")
+            assert listed["procs"][0]["state"] == "running"
+            other = await tool(c, "signal", id=started["id"], signal=9, os_pid=os.getpid())
+            assert other["sent"] is False
+            await tool(c, "kill", id=started["id"])
+            assert (await tool(c, "tree", id=started["id"]))["tree"] == []
 
     asyncio.run(scenario())
 

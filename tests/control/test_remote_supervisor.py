@@ -284,6 +284,31 @@ def test_ports_a_tree_listens_on(opener: Opener) -> None:
     asyncio.run(scenario())
 
 
+def test_tree_and_a_signal_to_one_of_it(opener: Opener) -> None:
+    async def scenario() -> None:
+        async with opener() as sup:
+            p = await sup.spawn(["sh", "-c", "sleep 600 & echo $!; wait"], session="t", agent="a")
+            await until(lambda: sup.read(p.id).lines, what="the child's pid")
+            child = int(sup.read(p.id).lines[0].text)
+            tree = await sup.tree(p.id)
+            for _ in range(100):
+                if len(tree) == 2:
+                    break
+                await asyncio.sleep(0.1)
+                tree = await sup.tree(p.id)
+            assert [(t.os_pid, t.ppid, t.depth) for t in tree][1] == (child, p.os_pid, 1)
+            assert tree[0].os_pid == p.os_pid and tree[1].command == "sleep 600"
+            assert await sup.signal(p.id, "USR1", os_pid=child)
+            await exited(sup, p.id)  # sleep dies of it, and its shell ends with it
+            assert sup.get(p.id).exit is not None
+            assert await sup.tree(p.id) == []
+            assert not await sup.signal(p.id, "TERM")
+            with pytest.raises(ProcNotFound):
+                await sup.tree(10**6)
+
+    asyncio.run(scenario())
+
+
 def test_stats_of_a_running_proc(opener: Opener) -> None:
     async def scenario() -> None:
         async with opener() as sup:

@@ -66,6 +66,21 @@ CASES: list[tuple[Any, dict[str, Any], tuple[str, ...] | None, tuple[str, dict[s
         "merge_stderr must be true or false, got 1",
     ),
     (
+        lambda sup: sup.signal(1, "NOPE"),
+        {"op": "signal", "proc": 1, "signal": "NOPE"},
+        ("signal", "1", "NOPE"),
+        ("signal", {"id": 1, "signal": "NOPE"}),
+        "signal must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 0 to 64,"
+        " got 'NOPE'",
+    ),
+    (
+        lambda sup: sup.signal(1, "TERM", os_pid=0),
+        {"op": "signal", "proc": 1, "signal": "TERM", "os_pid": 0},
+        ("signal", "1", "TERM", "--pid", "0"),
+        ("signal", {"id": 1, "signal": "TERM", "os_pid": 0}),
+        "os_pid must be an integer of at least 1, got 0",
+    ),
+    (
         lambda sup: sup.history(limit=0),
         {"op": "history", "limit": 0},
         ("history", "--limit", "0"),
