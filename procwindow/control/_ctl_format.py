@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from ..core import (
     format_size,
 )
 
-__all__ = ["history_table", "signal_name", "tree_table"]
+__all__ = ["history_table", "tree_table"]
 
 
 def _emit(args: argparse.Namespace, data: Any, text: str) -> int:
@@ -160,11 +159,3 @@ def tree_table(tree: list[dict[str, Any]]) -> str:
         + "\n"
         for r in rows
     )
-
-
-def signal_name(number: int) -> str:
-    """``SIGTERM`` for 15; ``signal 40`` for one with no name."""
-    try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"

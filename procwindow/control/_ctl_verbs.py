@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from ..core import ScopeCounts, escape_controls
-from ..core.rules import check_signal
+from ..core.rules import signal_name
 from ._ctl_args import EXIT_SERVER
 from ._ctl_format import (
     _count_line,
@@ -27,7 +27,6 @@ from ._ctl_format import (
     _print_lines,
     _states_text,
     history_table,
-    signal_name,
     tree_table,
 )
 from ._protocol import WRITE_CHUNK
@@ -83,7 +82,7 @@ def _interrupt(client: Client, args: argparse.Namespace, fields: Fields) -> int:
 
 def _signal(client: Client, args: argparse.Namespace, fields: Fields) -> int:
     result = client.call("signal", **fields)
-    name = signal_name(check_signal(fields["signal"]))
+    name = signal_name(fields["signal"])
     target = "its process group" if args.os_pid is None else f"pid {args.os_pid}"
     if result["sent"]:
         return _emit(args, result, f"{args.proc}: {name} sent to {target}\n")

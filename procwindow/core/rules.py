@@ -33,6 +33,7 @@ __all__ = [
     "count_scopes",
     "scope_pattern",
     "shown",
+    "signal_name",
     "topic_token",
 ]
 
@@ -147,6 +148,23 @@ def check_signal(value: object, what: str = "signal") -> int:
         f"{what} must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 0"
         f" to {int(signal.SIGRTMAX)}, got {shown(value)}"
     )
+
+
+def signal_name(value: object) -> str:
+    """How a signal is named to people: ``SIGTERM`` for 15 or ``"term"``,
+    ``signal 40`` for a number with no name; ``value`` as given if it is no signal.
+
+    >>> signal_name(15), signal_name("hup"), signal_name(40)
+    ('SIGTERM', 'SIGHUP', 'signal 40')
+    """
+    try:
+        number = check_signal(value)
+    except ValueError:
+        return str(value)
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 # -- commands ----------------------------------------------------------------

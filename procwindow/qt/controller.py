@@ -94,6 +94,13 @@ class ProcController(QObject):
         """SIGINT the proc's group, as Ctrl-C would."""
         self._start(self._sup.interrupt(procId), procId, "interrupt", f"interrupt {procId}")
 
+    @Slot(int, str, int)
+    def sendSignal(self, procId: int, name: str, osPid: int) -> None:
+        """Send signal ``name`` (``"TERM"``, ``"HUP"``, ``"9"``…) to the proc's process
+        group (``osPid`` 0), or to that one process of its tree (as ``tree`` lists it)."""
+        what = f"send {rules.signal_name(name)} to {osPid or procId}"
+        self._start(self._signal(procId, name, osPid), procId, "sendSignal", what)
+
     @Slot(int, str)
     def write(self, procId: int, text: str) -> None:
         """Write ``text`` (UTF-8) to the stdin of a proc spawned with ``stdin=True``,
@@ -207,6 +214,11 @@ class ProcController(QObject):
 
     async def _run(self, session: str, agent: str, argv: list[str], cwd: str | None) -> None:
         await self.spawn(argv, session=session, agent=agent, cwd=cwd)
+
+    async def _signal(self, proc_id: int, name: str, os_pid: int) -> None:
+        if not await self._sup.signal(proc_id, name, os_pid=os_pid or None):
+            gone = f"pid {os_pid} has already exited" if os_pid else "it has already exited"
+            self._failed(proc_id, "sendSignal", f"{rules.signal_name(name)} not sent: {gone}")
 
     async def _restart(self, proc_id: int) -> None:
         if self._sup.get(proc_id).running:

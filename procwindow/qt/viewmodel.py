@@ -25,7 +25,7 @@ from PySide6.QtQml import QmlElement, QmlUncreatable
 
 from ._support import Later, constant_property, qt_property, set_stored, stored_property
 from .controller import ActiveScope, ProcController, StatsSampler
-from .models import HistoryModel, OutputModel, ProcModel, ProcRole
+from .models import HistoryModel, OutputModel, ProcModel, ProcRole, ProcTreeModel
 from .output_pane import OutputPaneModel
 from .pane import InputLine, OutputFind
 from .runform import RunForm
@@ -183,6 +183,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._controller = controller
         self._run_form = RunForm(controller, self)
         self._pane = OutputPaneModel(output_model, stats, proc_model, controller, self)
+        self._tree = ProcTreeModel(controller.supervisor, self)
         self._active_scope = active_scope
         self._pinned = active_scope is None if pinned is None else pinned
         self._current = -1
@@ -200,7 +201,7 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._listen()
         self._update_scope_text()
         self._scope_history()
-        stats.procId = output_model.procId
+        stats.procId = self._tree.procId = output_model.procId
 
     def _listen(self) -> None:
         """Hear the models, the pane, the controller and the active scope."""
@@ -237,6 +238,8 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     stats = constant_property(StatsSampler, "_stats")
     controller = constant_property(ProcController, "_controller")
     runForm = constant_property(RunForm, "_run_form")
+    treeModel = constant_property(ProcTreeModel, "_tree")
+    """The streaming proc's processes (the *Processes* panel, shown with its ``active``)."""
     """The Run dialog's form (``requestRun`` opens it on the window's scope)."""
     find = Property(OutputFind, lambda self: self._pane.find, constant=True)
     """Enter / Shift+Enter in the filter: from match to match (``matchText`` says ``3 of 120``)."""
@@ -419,11 +422,12 @@ class ProcWindowModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """Stop following the active scope and settling (the window is going away)."""
         self._closed = True
         self._pane.close()
+        self._tree.close()
         for timer in (self._settle_later, self._banner_timer):
             timer.stop()
 
     def _on_stream_changed(self) -> None:
-        self._stats.procId = self._output.procId
+        self._stats.procId = self._tree.procId = self._output.procId
         self._pane.streamed()
         self.streamingProcIdChanged.emit()
 

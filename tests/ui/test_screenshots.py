@@ -15,7 +15,7 @@ from PySide6.QtQuick import QQuickWindow
 from procwindow.app import Workspace
 from procwindow.core import Proc, Supervisor
 from procwindow.demo import DEMO_SCOPES, job_argv, start_demo
-from procwindow.qt.window import open_proc_window
+from procwindow.qt.window import open_proc_window, window_model
 
 from ..tiers import first_fast
 from .conftest import MakeWorkspace, Run
@@ -86,6 +86,15 @@ def test_screenshots(sup: Supervisor, make_workspace: MakeWorkspace, run: Run, s
         await settle(0.6)
         path, image = save_screenshot(window, f"procwindow-live-{size}")
         assert_not_blank(path.name, image, colours=20)
+
+        # With its Tree: the processes the build is made of.
+        await key(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
+        tree = window_model(window).treeModel
+        await until(lambda: tree.count >= 1, what="the build's processes")
+        await settle(0.4)
+        path, image = save_screenshot(window, f"procwindow-tree-{size}")
+        assert_not_blank(path.name, image, colours=20)
+        await key(window, Qt.Key.Key_E, Qt.KeyboardModifier.ControlModifier)
 
         # The same window with a filter typed in.
         await key(window, Qt.Key.Key_F, Qt.KeyboardModifier.ControlModifier)

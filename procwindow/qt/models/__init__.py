@@ -5,6 +5,7 @@
   its lines and filter scan live, without Qt, in ``_lines``.
 - :class:`SessionModel` (``sessions``): the tree of sessions and their agents, with live counts.
 - :class:`HistoryModel` (``history``): every recorded run of a scope, newest first.
+- :class:`ProcTreeModel` (``tree``): the processes one proc is made of, parents first.
 - :class:`SearchModel` (``search``): the lines of every run, live and past, that match a pattern
   (on one supervisor or several).
 
@@ -37,6 +38,7 @@ from .roles import (
 )
 from .search import SearchModel, SearchRole, SearchSource
 from .sessions import SessionModel
+from .tree import ProcTreeModel, TreeRole
 
 # The constants are importable from here as they were from the single module
 # this package replaced; a test that changes one patches the module defining it.
@@ -61,11 +63,13 @@ __all__ = [
     "ProcColumn",
     "ProcModel",
     "ProcRole",
+    "ProcTreeModel",
     "SearchModel",
     "SearchRole",
     "SearchSource",
     "SessionModel",
     "SessionRole",
+    "TreeRole",
     "status_text",
     "status_tint",
 ]

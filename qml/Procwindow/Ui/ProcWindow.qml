@@ -6,7 +6,8 @@ import QtQuick.Layouts
 import Procwindow
 
 // The processes of one scope: a table (ID · PID · Tool · Status · Runtime · Actions)
-// over a live output pane. Unpinned, it follows the main window's active scope;
+// over a live output pane, and between them, on demand, the processes the
+// streaming command is made of (its tree). Unpinned, it follows the main window's active scope;
 // pinned, it stays on its own. What it shows and decides is its ProcWindowModel's.
 ThemedWindow {
     id: root
@@ -63,6 +64,7 @@ ThemedWindow {
     Shortcut { sequence: "End"; onActivated: output.jumpToLive() }
     Shortcut { sequence: "Ctrl+N"; onActivated: root.viewModel.requestRun() }
     Shortcut { sequence: "Ctrl+H"; onActivated: root.viewModel.showHistory = !root.viewModel.showHistory }
+    Shortcut { sequence: "Ctrl+E"; onActivated: root.viewModel.treeModel.active = !root.viewModel.treeModel.active }
 
     // -- layout ------------------------------------------------------------------------
 
@@ -108,6 +110,17 @@ ThemedWindow {
                 tip: root.viewModel.historyTip
                 shortcutText: "Ctrl+H"
                 onToggled: root.viewModel.showHistory = checked
+            }
+            ToolbarButton {
+                objectName: "treeButton"
+                text: qsTr("Tree")
+                iconName: "processes"
+                checkable: true
+                checked: root.viewModel.treeModel.active
+                tip: checked ? qsTr("Hide the processes of the streaming command")
+                             : qsTr("The processes the streaming command is made of: PID, state, CPU, memory")
+                shortcutText: "Ctrl+E"
+                onToggled: root.viewModel.treeModel.active = checked
             }
             ToolbarButton {
                 objectName: "runButton"
@@ -251,6 +264,19 @@ ThemedWindow {
                 streamingProcId: root.viewModel.streamingProcId
                 onSelected: procId => root.viewModel.select(procId)
             }
+        }
+
+        // The processes of the streaming command (Tree, Ctrl+E).
+        ProcTreePanel {
+            id: tree
+            objectName: "treePanel"
+            visible: root.viewModel.treeModel.active
+            treeModel: root.viewModel.treeModel
+            controller: root.viewModel.controller
+            procId: root.viewModel.streamingProcId
+            SplitView.preferredHeight: Math.max(110, root.height * 0.22)
+            SplitView.minimumHeight: 84
+            onCloseRequested: root.viewModel.treeModel.active = false
         }
 
         OutputPane {
