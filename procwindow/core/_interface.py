@@ -196,7 +196,8 @@ class SupervisorAPI(Protocol):
         parent, depth, state, command line, CPU %, memory and threads, parents
         before their children (at most 1,000). CPU % and memory come from the
         sample ``stats`` takes (they add up to its figures); empty once the
-        proc and all of its tree have exited."""
+        proc and all of its tree have exited, and for a proc not in the live
+        view (dismissed, or from the history)."""
         ...
 
     def log_path(self, proc_id: int, stream: Stream | str = Stream.STDOUT) -> str:

@@ -586,6 +586,8 @@ class Supervisor(SupervisorAPI):
         return tree_ports(*self._tree(proc_id)) if self.get(proc_id).live else []
 
     async def tree(self, proc_id: int) -> list[TreeProcess]:
+        if not self.get(proc_id).live:
+            return []
         child = self._child(proc_id)
         return _members.tree_processes(child, self._run.signals if self._run else None)
 

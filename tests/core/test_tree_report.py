@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from procwindow import InvalidField, Supervisor
+from procwindow import InvalidField, ProcNotFound, Supervisor
 
 from .helpers import alive, py, until
 
@@ -79,6 +79,10 @@ def test_tree_lists_each_process_under_its_parent_with_its_use(run, tmp_path):
             assert sum(t.rss for t in tree) == stats.rss
             await sup.kill(p.id)
             assert await sup.tree(p.id) == []
+            sup.dismiss(p.id)
+            assert await sup.tree(p.id) == []  # from the history now: nothing runs
+            with pytest.raises(ProcNotFound):
+                await sup.tree(p.id + 1000)
 
     run(main())
 
