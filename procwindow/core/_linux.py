@@ -20,6 +20,7 @@ __all__ = [
     "is_fd_exhaustion",
     "marker_needle",
     "read_marker",
+    "read_proc",
     "require_linux",
     "set_subreaper",
     "signal_if_same",
@@ -73,7 +74,7 @@ def is_fd_exhaustion(exc: BaseException) -> bool:
 _PROC_READ = 64 * 1024
 
 
-def _read_proc(pid: int, name: str) -> bytes | None:
+def read_proc(pid: int, name: str) -> bytes | None:
     """``/proc/<pid>/<name>``, or None if it cannot be read (gone, not ours).
 
     Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
@@ -113,7 +114,7 @@ def stat_fields(pid: int) -> Stat | None:
     Out of file descriptors (EMFILE, ENFILE) it raises OSError rather than
     answering None: "cannot look" must never be taken for "it is gone".
     """
-    raw = _read_proc(pid, "stat")
+    raw = read_proc(pid, "stat")
     if raw is None:
         return None
     # comm may hold spaces and parentheses: the fields start after the last ')'.
@@ -142,7 +143,7 @@ def read_marker(pid: int, needle: bytes) -> int | None:
 
     Raises OSError when out of file descriptors (see ``stat_fields``).
     """
-    env = _read_proc(pid, "environ")
+    env = read_proc(pid, "environ")
     if env is None:
         return None
     at = env.find(needle)

@@ -10,14 +10,15 @@ of a tree's processes add up to its row's.
 from __future__ import annotations
 
 import contextlib
+import functools
+import os
 import signal
-import time
 
 import psutil
 
 from . import _linux
 from ._child import Child, StopCause
-from ._reports import STATS_TREE_TTL, PerProcess, tree_sample
+from ._reports import STATS_TREE_TTL, tree_sample
 from ._signals import TreeSignals
 from ._tree import FRESH_TTL
 from ._types import TreeProcess
@@ -36,26 +37,34 @@ def live_tree(child: Child, signals: TreeSignals | None) -> tuple[Child, list[in
 
 def tree_processes(child: Child, signals: TreeSignals | None) -> list[TreeProcess]:
     """The proc's own process (while it runs) and its live descendants, parents
-    before their children, siblings by pid; at most :data:`MAX_TREE`."""
+    before their children, siblings by pid; at most :data:`MAX_TREE`.
+
+    It costs what ``stats`` costs and little more: state, parent and start come
+    from the scan, CPU and memory from the sample, and a process's command line
+    is read once (kept in ``child.tree_cache`` by pid and start)."""
     _, descendants = live_tree(child, signals)
     snap = signals.snap(STATS_TREE_TTL) if signals is not None else None
     _, sampled = tree_sample(child, descendants)
     members = ([child.os_pid] if child.running else []) + descendants
-    parent: dict[int, int] = {}
+    stat: dict[int, _linux.Stat] = {}
     for pid in members:
         info = snap.info.get(pid) if snap is not None else None
         if info is None:
             with contextlib.suppress(OSError):
                 info = _linux.stat_fields(pid)
         if info is not None:
-            parent[pid] = info.ppid
+            stat[pid] = info
+    parent = {pid: info.ppid for pid, info in stat.items()}
+    known, child.tree_cache = child.tree_cache, {}
     out: list[TreeProcess] = []
-    for pid, depth in _ordered(child.os_pid if child.running else None, parent):
-        row = _describe(pid, parent[pid], depth, sampled)
-        if row is not None:
-            out.append(row)
-            if len(out) >= MAX_TREE:
-                break
+    for pid, depth in _ordered(child.os_pid if child.running else None, parent)[:MAX_TREE]:
+        info = stat[pid]
+        command = known.get((pid, info.start)) or _command(pid)
+        child.tree_cache[(pid, info.start)] = command
+        cpu, rss, threads = sampled.get(pid, (0.0, 0, 0))
+        started = _boot_time() + info.start / _TICKS
+        state = _STATES.get(info.state, info.state)
+        out.append(TreeProcess(pid, info.ppid, depth, state, command, cpu, rss, threads, started))
     return out
 
 
@@ -77,23 +86,39 @@ def _ordered(root: int | None, parent: dict[int, int]) -> list[tuple[int, int]]:
     return out
 
 
-def _describe(pid: int, ppid: int, depth: int, sampled: PerProcess) -> TreeProcess | None:
-    """One member as ``tree`` reports it; None if it is gone or not ours to read."""
-    try:
-        proc = psutil.Process(pid)
-        with proc.oneshot():
-            cmdline = proc.cmdline()
-            name = proc.name()
-            state = proc.status()
-            started = proc.create_time()
-            cpu, rss, threads = sampled.get(pid) or (0.0, proc.memory_info().rss, 1)
-    except psutil.ZombieProcess:  # exited, not reaped yet by its parent
-        cmdline, name, state, started = [], "", psutil.STATUS_ZOMBIE, time.time()
-        cpu, rss, threads = 0.0, 0, 0
-    except (psutil.NoSuchProcess, psutil.AccessDenied, OSError):
-        return None
-    command = " ".join(cmdline) if cmdline else f"[{name or pid}]"
-    return TreeProcess(pid, ppid, depth, str(state), command, cpu, rss, threads, started)
+#: The kernel's one-letter states (``/proc/<pid>/stat``), as ``ps`` and psutil name them.
+_STATES = {
+    "R": "running",
+    "S": "sleeping",
+    "D": "disk-sleep",
+    "T": "stopped",
+    "t": "tracing-stop",
+    "Z": "zombie",
+    "X": "dead",
+    "I": "idle",
+    "P": "parked",
+    "W": "waking",
+    "K": "wake-kill",
+}
+#: Clock ticks a second, the unit of a process's start in ``/proc/<pid>/stat``.
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@functools.cache
+def _boot_time() -> float:
+    return float(psutil.boot_time())
+
+
+def _command(pid: int) -> str:
+    """The command line of ``pid`` (``[name]`` for one without: a zombie)."""
+    raw = name = None
+    with contextlib.suppress(OSError):
+        raw = _linux.read_proc(pid, "cmdline")
+        if not raw:
+            name = _linux.read_proc(pid, "comm")
+    if raw:
+        return " ".join(a.decode("utf-8", "replace") for a in raw.rstrip(b"\0").split(b"\0"))
+    return f"[{name.decode('utf-8', 'replace').strip() if name else pid}]"
 
 
 def send(child: Child, signals: TreeSignals, sig: int, os_pid: int | None) -> bool:
