@@ -232,7 +232,7 @@ def add_fields(
             kwargs["metavar"] = f.cli
             if f.kind is Kind.STRINGS:
                 kwargs["nargs"] = "*"
-            elif f.kind is not Kind.ID:
+            elif f.kind not in (Kind.ID, Kind.SIGNAL):
                 # A PATTERN or DATA may also come after '--' (when it starts with '-').
                 kwargs["nargs"] = "?"
             parser.add_argument(f.name, **kwargs)

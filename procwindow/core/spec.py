@@ -413,7 +413,7 @@ _VERB_LIST: tuple[Verb, ...] = (
             Field(
                 "os_pid",
                 Kind.COUNT,
-                "only this process of its tree (its kernel pid, as `tree` lists it)",
+                "only this process of its tree (its kernel pid, as tree lists it)",
                 minimum=1,
                 cli="--pid",
                 note="a kernel pid of its tree (without it: the process group)",
