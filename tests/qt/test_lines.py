@@ -141,6 +141,34 @@ def test_clear_drops_everything_and_numbering_goes_on() -> None:
     assert (buf.base, buf.end, buf.row_count) == (0, 0, 0)
 
 
+def test_lines_read_back_come_before_the_others_with_their_rows() -> None:
+    buf = filtered("2")
+    buf.max_lines = 5
+    buf.extend(numbered([f"line {n}" for n in range(1, 21)]))
+    show(buf)
+    assert (rows_of(buf), buf.base) == (["line 20"], 15)
+    # Lines 11-15, read back from the log: scanned when made ready, so a model
+    # knows how many rows come at the top before they do.
+    staged = buf.stage(runs_of(numbered([f"\x1b[1mline\x1b[0m {n}" for n in range(11, 16)], 11)))
+    assert (staged.rows, rows_of(buf)) == (1, ["line 20"])
+    buf.prepend(staged)
+    buf.extra = 5
+    assert (rows_of(buf), buf.base, len(buf.lines)) == (["line 12", "line 20"], 10, 10)
+    assert [line[0] for line in buf.lines] == list(range(11, 21))
+    assert (buf.row_of_seq(12), buf.row_of_seq(20), buf.row_of_seq(13)) == (0, 1, -1)
+    assert buf.copy_all() == "line 12\nline 20" and buf.raw(1) == "\x1b[1mline\x1b[0m 12"
+    assert buf.overflow() is None  # held over max_lines: the extra lines read back
+    # The newest go to make room; later lines are numbered on from the last kept.
+    buf.drop_back(4)
+    assert (rows_of(buf), buf.end, buf.last_seq()) == (["line 12"], 16, 16)
+    buf.extend(numbered(["line 21", "line 22"], first_seq=21))
+    show(buf)
+    assert rows_of(buf) == ["line 12", "line 21", "line 22"]
+    buf.extra = 0  # following again: trimmed to max_lines
+    show(buf)
+    assert rows_of(buf) == ["line 21", "line 22"] and len(buf.lines) == 5
+
+
 def test_copies_are_plain_text_of_rows_in_order() -> None:
     buf = LineBuffer(max_lines=100)
     buf.extend(numbered([f"\x1b[1mrow\x1b[0m {i}" for i in range(5)]))
@@ -322,15 +350,17 @@ def test_lines_trimmed_during_a_scan_never_become_rows() -> None:
 
 def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
     """Appends of every size (as lines, and as runs of any length: few runs,
-    many runs, a line each), trims, clears and filters, with chunks and
-    compactions small enough to happen often: what the buffer shows is what a
-    plain list of the lines shows."""
+    many runs, a line each), trims, clears and filters, lines read back before
+    the others and the newest dropped, with chunks and compactions small enough
+    to happen often: what the buffer shows is what a plain list of the lines
+    shows."""
     saved = _lines.COMPACT_MIN, _texts.TEXT_CHUNK
     _lines.COMPACT_MIN, _texts.TEXT_CHUNK = 8, 5
     try:
         rnd = random.Random(7)
         buf = LineBuffer(max_lines=40)
         held: list[Line] = []  # the reference: the lines held, oldest first
+        ever: list[Line] = []  # every line appended (what a log keeps)
         seq = 0
         for step in range(400):
             count = rnd.choice([0, 1, 2, 3, 7, 30, 120])
@@ -354,6 +384,18 @@ def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
                     runs = [piece for run in runs for piece in cut_run(run, rnd)]
                 buf.extend_runs(runs)
             held += lines
+            ever += lines
+            if step % 7 == 3 and held:  # read back the lines before the oldest held
+                before = [ln for ln in ever if ln.seq < held[0].seq]
+                before = before[len(before) - rnd.choice([1, 6, 33]) :]
+                staged = buf.stage(runs_of(before))
+                buf.prepend(staged)
+                held[0:0] = before
+                buf.extra = max(0, len(held) - buf.max_lines)
+            if step % 11 == 5 and held:  # the newest go, to make room
+                gone = rnd.choice([1, 4, 25])
+                buf.drop_back(gone)
+                del held[-gone:]
             if step % 50 == 49:
                 buf.max_lines = rnd.choice([10, 40, 90])
             if step % 97 == 96:
@@ -362,7 +404,7 @@ def test_columns_and_chunks_keep_the_lines_a_list_would() -> None:
             if step % 61 == 60:
                 buf.set_filter(compile_filter(rnd.choice(["", "hit", "1"]), False, False))
             show(buf, budget=rnd.choice([ONE_CHUNK, math.inf]))
-            del held[: max(0, len(held) - buf.max_lines)]
+            del held[: max(0, len(held) - buf.max_lines - buf.extra)]
             assert [tuple(line) for line in buf.lines] == [
                 (ln.seq, ln.stream is Stream.STDERR, ln.time, ln.text, ln.split) for ln in held
             ]

@@ -18,6 +18,13 @@ before and after each one: :meth:`LineBuffer.overflow` says which lines and
 rows trimming to ``max_lines`` drops, :meth:`LineBuffer.drop_front` drops them;
 :meth:`LineBuffer.take_new` says which rows the scan found next,
 :meth:`LineBuffer.add_rows` adds them.
+
+Lines older than every line held (read back from the log when the view reaches
+its top) come in before them in two steps too: :meth:`LineBuffer.stage` makes
+them ready (stripped, scanned: it says how many rows they make),
+:meth:`LineBuffer.prepend` holds them; ``base`` goes down, every other line
+keeps its number, and their rows come first. :meth:`LineBuffer.drop_back`
+drops the newest lines to make room for them.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from typing import NamedTuple, overload
 
 from procwindow.core import Line, LineRun, Stream, runs_of
 
+from .. import ansi
 from ._filter import Matcher
 from ._texts import Texts
 from .format import time_text
@@ -44,6 +52,7 @@ __all__ = [
     "HeldLines",
     "LineBuffer",
     "NewRows",
+    "Staged",
     "Trim",
     "timed",
 ]
@@ -73,6 +82,35 @@ def _flag(stream: Stream, split: bool) -> int:
     return (stream is Stream.STDERR) | (split << 1)
 
 
+def _grow(
+    runs: Sequence[LineRun], seqs: array[int], times: array[float], flags: bytearray
+) -> tuple[str, ...]:
+    """Append the seqs, times and flags of ``runs`` to the columns; their texts.
+    In C: by a whole run at once when runs are few (a frame's read of a flood is
+    one or two), by one item per run when each holds one line (streams
+    interleaved line by line)."""
+    if len(runs) <= _FEW_RUNS:
+        for run in runs:
+            n = len(run.texts)
+            seqs.extend(range(run.first, run.first + n))
+            times.extend(array("d", (run.time,)) * n)
+            flags += bytes((_flag(run.stream, run.split),)) * n
+        return tuple(itertools.chain.from_iterable(run.texts for run in runs))
+    firsts, streams, when, parts, splits, _ = zip(*runs, strict=True)
+    texts = tuple(itertools.chain.from_iterable(parts))
+    flag = bytes(map(_flag, streams, splits))
+    if len(texts) == len(runs):  # a line each
+        seqs.extend(firsts)
+        times.extend(when)
+        flags += flag
+    else:
+        counts = list(map(len, parts))
+        seqs.extend(itertools.chain.from_iterable(map(range, firsts, map(add, firsts, counts))))
+        times.extend(itertools.chain.from_iterable(map(itertools.repeat, when, counts)))
+        flags += bytes(itertools.chain.from_iterable(map(itertools.repeat, flag, counts)))
+    return texts
+
+
 def timed(when: float, text: str) -> str:
     """``text`` after the time its line arrived, as the pane shows and copies it.
 
@@ -98,6 +136,25 @@ class NewRows(NamedTuple):
     @property
     def last(self) -> int:
         return self.first + len(self.lines) - 1
+
+
+class Staged(NamedTuple):
+    """Lines read back from the log, made ready to go before the others
+    (:meth:`LineBuffer.stage`): their columns, their texts raw and plain, and
+    the numbers of the lines that match the filter (None: no filter, every
+    line is a row)."""
+
+    seqs: array[int]
+    times: array[float]
+    flags: bytearray
+    texts: tuple[str, ...]
+    plain: list[str]
+    found: array[int] | None
+
+    @property
+    def rows(self) -> int:
+        """The rows they make."""
+        return len(self.texts) if self.found is None else len(self.found)
 
 
 class HeldLines(Sequence[Held]):
@@ -142,6 +199,9 @@ class LineBuffer:
     def __init__(self, max_lines: int) -> None:
         #: The cap on lines held (see :meth:`overflow`).
         self.max_lines = max_lines
+        #: Lines held over the cap for now: read back from the log before the
+        #: others (see ``_earlier``); 0 again when the view follows the tail.
+        self.extra = 0
         # Array item i is line number i - _head + _base, for i >= _head; below
         # _head, dropped lines until the next compaction.
         self._seqs = array("q")
@@ -297,6 +357,7 @@ class LineBuffer:
         self._drop_all(self.end)
 
     def _drop_all(self, base: int) -> None:
+        self.extra = 0
         self._seqs, self._times, self._flags = array("q"), array("d"), bytearray()
         self._head = 0
         self._base = self._scanned = base
@@ -310,39 +371,58 @@ class LineBuffer:
 
     def extend_runs(self, runs: Sequence[LineRun]) -> None:
         """Append runs of lines (``Supervisor.read_runs``; not rows yet: see
-        :meth:`take_new`). The columns grow in C: by a whole run at once when
-        runs are few (a frame's read of a flood is one or two), by one item per
-        run when each holds one line (streams interleaved line by line)."""
-        if not runs:
+        :meth:`take_new`). The columns grow in C (see :func:`_grow`)."""
+        if runs:
+            texts = _grow(runs, self._seqs, self._times, self._flags)
+            self._texts.append(texts, stripped=len(texts) <= STRIP_AT_ONCE)
+
+    def stage(self, runs: Sequence[LineRun]) -> Staged:
+        """Make ready ``runs``, lines older than every line held (read back from the
+        log), to go before them: stripped, and scanned by the filter now (so that
+        a model can tell its views how many rows come before they do). Pass them
+        to :meth:`prepend` next, before any other change."""
+        seqs, times, flags = array("q"), array("d"), bytearray()
+        texts = _grow(runs, seqs, times, flags) if runs else ()
+        plain = ansi.strip_lines(list(texts))
+        found = None
+        if self._matcher is not None:
+            found = array("q", self._matcher(plain, self._base - len(texts)))
+        return Staged(seqs, times, flags, texts, plain, found)
+
+    def prepend(self, staged: Staged) -> None:
+        """Hold the lines :meth:`stage` made ready before the others: ``base`` goes
+        down by as many, and their rows come first."""
+        if not staged.texts:
             return
-        seqs, times, flags = self._seqs, self._times, self._flags
-        if len(runs) <= _FEW_RUNS:
-            for run in runs:
-                n = len(run.texts)
-                seqs.extend(range(run.first, run.first + n))
-                times.extend(array("d", (run.time,)) * n)
-                flags += bytes((_flag(run.stream, run.split),)) * n
-            texts = tuple(itertools.chain.from_iterable(run.texts for run in runs))
-        else:
-            firsts, streams, when, parts, splits, _ = zip(*runs, strict=True)
-            texts = tuple(itertools.chain.from_iterable(parts))
-            flag = bytes(map(_flag, streams, splits))
-            if len(texts) == len(runs):  # a line each
-                seqs.extend(firsts)
-                times.extend(when)
-                flags += flag
-            else:
-                counts = list(map(len, parts))
-                seqs.extend(
-                    itertools.chain.from_iterable(map(range, firsts, map(add, firsts, counts)))
-                )
-                times.extend(itertools.chain.from_iterable(map(itertools.repeat, when, counts)))
-                flags += bytes(itertools.chain.from_iterable(map(itertools.repeat, flag, counts)))
-        self._texts.append(texts, stripped=len(texts) <= STRIP_AT_ONCE)
+        head = self._head
+        self._seqs = staged.seqs + self._seqs[head:]
+        self._times = staged.times + self._times[head:]
+        self._flags = staged.flags + self._flags[head:]
+        self._head = 0
+        self._texts.prepend(staged.texts, staged.plain)
+        self._base -= len(staged.texts)
+        if self._rows is not None:  # (without a filter every line below _scanned is a row)
+            assert staged.found is not None
+            self._rows = staged.found + self._rows[self._rows_head :]
+            self._rows_head = 0
+
+    def drop_back(self, count: int) -> None:
+        """Drop the newest ``count`` lines, and the rows they were (the opposite of
+        :meth:`drop_front`, to make room for lines read back before the others)."""
+        count = min(count, self.held_count)
+        if count <= 0:
+            return
+        del self._seqs[-count:], self._times[-count:], self._flags[-count:]
+        stop = self.end - count
+        self._texts.drop_from(stop)
+        self._scanned = min(self._scanned, stop)
+        if self._rows is not None:
+            del self._rows[bisect.bisect_left(self._rows, stop, lo=self._rows_head) :]
 
     def overflow(self) -> Trim | None:
-        """What dropping the lines beyond ``max_lines`` removes, or None: nothing."""
-        excess = self.held_count - self.max_lines
+        """What dropping the lines beyond ``max_lines`` (and ``extra``) removes, or
+        None: nothing."""
+        excess = self.held_count - self.max_lines - self.extra
         if excess <= 0:
             return None
         cut = self._base + excess  # the number of the first line kept

@@ -29,7 +29,9 @@ class Texts:
     Lines ``first`` to ``end - 1`` are held. A chunk's plain texts are made when
     it is stripped (``clean`` is the number of the first line not stripped):
     chunks are stripped in order, and a chunk gets more lines only while in
-    the same state, so every line below ``clean`` is stripped.
+    the same state, so every line below ``clean`` is stripped. Lines read back
+    from the log come before ``first`` (:meth:`prepend`), stripped at once, so
+    that this holds; the newest may go again (:meth:`drop_from`).
 
     >>> texts = Texts()
     >>> texts.append(("a", "\\x1b[1mb"), stripped=False)
@@ -100,6 +102,49 @@ class Texts:
         self.end += len(texts)
         if stripped:
             self.clean = self.end
+
+    def prepend(self, texts: tuple[str, ...], plain: list[str]) -> None:
+        """Hold ``texts`` as the lines before ``first``, numbered down from it, with
+        their stripped ``plain`` texts (stripped already: every chunk below
+        ``clean`` stays stripped)."""
+        if not texts:
+            return
+        self._forget_dropped()
+        start = self.first - len(texts)
+        raws, plains, starts = [], [], []
+        for at in range(0, len(texts), TEXT_CHUNK):
+            starts.append(start + at)
+            raws.append(texts[at : at + TEXT_CHUNK])
+            plains.append(tuple(plain[at : at + TEXT_CHUNK]))
+        self._raw[0:0], self._plain[0:0], self._starts[0:0] = raws, plains, starts
+        self.first = start
+
+    def drop_from(self, number: int) -> None:
+        """Forget lines ``number`` on (the newest): ``end`` is ``number`` after."""
+        number = max(number, self.first)
+        if number >= self.end:
+            return
+        while self._starts and self._starts[-1] >= number:
+            del self._raw[-1], self._plain[-1], self._starts[-1]
+        if self._starts:
+            keep = number - self._starts[-1]
+            self._raw[-1] = self._raw[-1][:keep]
+            last = self._plain[-1]
+            if last is not None:
+                self._plain[-1] = last[:keep]
+        self.end = number
+        self.clean = min(self.clean, number)
+
+    def _forget_dropped(self) -> None:
+        """Cut from the first chunk the lines before ``first`` it still keeps (their
+        numbers go to the lines prepended)."""
+        if self._starts and self._starts[0] < self.first:
+            cut = self.first - self._starts[0]
+            self._raw[0] = self._raw[0][cut:]
+            first_plain = self._plain[0]
+            if first_plain is not None:
+                self._plain[0] = first_plain[cut:]
+            self._starts[0] = self.first
 
     def drop_before(self, number: int) -> None:
         """Forget lines before ``number`` (whole chunks; at most a chunk is kept)."""
