@@ -9,25 +9,16 @@ a :class:`~._frames.FrameLoop`'s. This module tells views what changed.
 
 from __future__ import annotations
 
-from PySide6.QtCore import (
-    QAbstractListModel,
-    QByteArray,
-    QCoreApplication,
-    QObject,
-    Qt,
-    Signal,
-    Slot,
-)
+from PySide6.QtCore import QAbstractListModel, QByteArray, QCoreApplication, QObject, Signal, Slot
 from PySide6.QtGui import QColor, QGuiApplication
 from PySide6.QtQml import QmlElement
 
-from procwindow.core import Event, Line, Proc, ProcNotFound, Stream, SupervisorAPI
+from procwindow.core import Event, Line, Proc, ProcNotFound, SupervisorAPI
 from procwindow.core.rules import scope_pattern
 
 from .._support import (
     EventPump,
     Lifeline,
-    empty_data,
     qt_property,
     resolve_supervisor,
     set_stored,
@@ -46,7 +37,7 @@ from ._frames import (
 from ._lines import LineBuffer
 from ._reading import LogFacts, OutputReader
 from ._render import DEFAULT_COLORS, PLAIN_TEXT, RICH_TEXT, STYLED_TEXT, LineRenderer
-from .format import time_text
+from ._row_data import row_data
 from .roles import DISPLAY, OUTPUT_ROLE_NAMES, ROOT, ModelIndex, OutputRole
 
 __all__ = [
@@ -266,12 +257,6 @@ class OutputModel(QAbstractListModel):
             return "Output" if self._proc_id < 0 else f"Output of ID {self._proc_id}"
         return f"Output of ID {p.id} · PID {p.os_pid}"
 
-    def _get_line_count(self) -> int:
-        return self._buf.held_count
-
-    def _get_match_count(self) -> int:
-        return self._buf.row_count
-
     def _get_max_lines(self) -> int:
         return self._buf.max_lines
 
@@ -285,18 +270,12 @@ class OutputModel(QAbstractListModel):
         self.maxLinesChanged.emit()
         self._emit_counts(*counts)
 
-    def _get_filtering(self) -> bool:
-        return self._buf.filtering
-
     def _set_held(self, held: bool) -> None:
         if held != self._reader.held:
             self._reader.held = held
             self.heldChanged.emit()
             self.pendingLinesChanged.emit()
             self._schedule()  # released: the lines that waited, or the newest maxLines
-
-    def _get_earlier_lines(self) -> int:
-        return self._reader.earlier_lines
 
     def _refilter(self) -> None:
         """Apply the filter properties: one reset, then the scan goes on frame by frame."""
@@ -330,9 +309,6 @@ class OutputModel(QAbstractListModel):
             self.dataChanged.emit(self.index(0), self.index(rows - 1), _STYLE_ROLES)
         if self._reader.partial is not None:
             self.partialChanged.emit()
-
-    def _get_marking(self) -> bool:
-        return self._render.marker is not None
 
     def _get_current(self) -> int:
         return self._current
@@ -373,9 +349,9 @@ class OutputModel(QAbstractListModel):
     """The proc shown (the supervisor's id), -1 for none."""
     header = qt_property(str, _get_header, notify=headerChanged)
     """``Output of ID N · PID P``: procwindow's id and the kernel's pid."""
-    lineCount = qt_property(int, _get_line_count, notify=lineCountChanged)
+    lineCount = qt_property(int, lambda self: self._buf.held_count, notify=lineCountChanged)
     """Lines held (filtered or not), at most ``maxLines``."""
-    matchCount = qt_property(int, _get_match_count, notify=matchCountChanged)
+    matchCount = qt_property(int, lambda self: self._buf.row_count, notify=matchCountChanged)
     """Rows: the lines that match the filter (all lines without one)."""
     maxLines = qt_property(int, _get_max_lines, _set_max_lines, notify=maxLinesChanged)
     """The cap on lines held; the oldest go first."""
@@ -389,18 +365,20 @@ class OutputModel(QAbstractListModel):
     """Match case (off: ``casefold()`` substring / ``re.IGNORECASE``)."""
     filterError = stored_property(str, "_filter_error", filterErrorChanged, writable=False)
     """Why ``filterText`` is not a valid regular expression, else ""."""
-    filtering = qt_property(bool, _get_filtering, notify=filteringChanged)
+    filtering = qt_property(bool, lambda self: self._buf.filtering, notify=filteringChanged)
     """True while a filter scan is still catching up."""
     held = qt_property(bool, lambda self: self._reader.held, _set_held, notify=heldChanged)
     """Hold the rows still (a person reads, scrolls or selects in a flood): no
     new line is read until it turns false; then the newest ``maxLines`` at most."""
     pendingLines = qt_property(int, lambda self: self._reader.pending, notify=pendingLinesChanged)
     """While ``held``: lines the proc wrote that are not read yet (0 otherwise)."""
-    earlierLines = qt_property(int, _get_earlier_lines, notify=earlierLinesChanged)
+    earlierLines = qt_property(
+        int, lambda self: self._reader.earlier_lines, notify=earlierLinesChanged
+    )
     """Lines of the proc before the oldest one held: not shown here, in the log files."""
     darkBackground = stored_property(bool, "_dark", darkBackgroundChanged, on_change=_restyle)
     """Choose ANSI colours for a dark output pane (default: a light one)."""
-    marking = qt_property(bool, _get_marking, notify=markingChanged)
+    marking = qt_property(bool, lambda self: self._render.marker is not None, notify=markingChanged)
     """True while a filter is in effect: ``styled`` marks its matches (a view
     draws them as ``Text.RichText``)."""
     currentMatch = qt_property(int, _get_current, _set_current, notify=currentMatchChanged)
@@ -431,34 +409,7 @@ class OutputModel(QAbstractListModel):
         return self.ROLE_NAMES
 
     def data(self, index: ModelIndex, role: int = DISPLAY) -> object:
-        buf = self._buf
-        row = index.row()
-        pos = buf.position(row) if row < self._count else -1
-        if pos < 0:
-            return PLAIN_TEXT if role == OutputRole.SHOWN_FORMAT else empty_data(role)
-        match role:
-            case OutputRole.SHOWN:
-                return self._render.shown(buf, pos, row)[0]
-            case OutputRole.SHOWN_FORMAT:
-                return self._render.shown(buf, pos, row)[1]
-            case OutputRole.STYLED:
-                return self._render.styled_at(buf, pos, row)
-            case OutputRole.IS_STDERR:
-                return buf.is_stderr(pos)
-            case Qt.ItemDataRole.DisplayRole | OutputRole.TEXT:
-                return buf.text(pos)
-            case OutputRole.SEQ:
-                return buf.held(pos)[0]
-            case OutputRole.STREAM:
-                return Stream.STDERR.value if buf.is_stderr(pos) else Stream.STDOUT.value
-            case OutputRole.TIME:
-                return buf.time(pos)
-            case OutputRole.TIME_TEXT:
-                return time_text(buf.time(pos), millis=True)
-            case OutputRole.SPLIT:
-                return buf.held(pos)[4]
-            case _:
-                return empty_data(role)
+        return row_data(self._buf, self._render, index.row(), self._count, role)
 
     # -- slots -----------------------------------------------------------------
 
@@ -583,10 +534,10 @@ class OutputModel(QAbstractListModel):
 
     def _counts(self) -> tuple[int, int, bool, int]:
         buf = self._buf
-        return buf.held_count, buf.row_count, buf.filtering, self._get_earlier_lines()
+        return buf.held_count, buf.row_count, buf.filtering, self._reader.earlier_lines
 
     def _emit_counts(self, lines: int, matches: int, filtering: bool, earlier: int) -> None:
-        if earlier != self._get_earlier_lines():
+        if earlier != self._reader.earlier_lines:
             self.earlierLinesChanged.emit()
         if lines != self._buf.held_count:
             self.lineCountChanged.emit()
