@@ -56,6 +56,8 @@ class PaneFacts:
     lines: int = 0  # lines held
     matches: int = 0  # rows (the lines that match the filter)
     earlier: int = 0  # lines of the proc before the oldest one held
+    loadable: bool = False  # ... some of which the pane may read back from the log
+    rewound: bool = False  # newest lines went for lines read back (``pending`` counts them)
     filtered: bool = False  # a filter is set
     filter_error: bool = False  # ... and it is not a valid regular expression
     current_match: int = -1  # the row of the current match (-1: none)
@@ -78,13 +80,14 @@ class PaneTexts(NamedTuple):
     log_text: str = ""
     log_path: str = ""
     follow: str = ""
+    load_earlier: str = ""
 
     def counts(self) -> tuple[str, str, str]:
         """The texts that move with the lines (every frame, under a flood)."""
         return self.line_count, self.match, self.earlier
 
-    def others(self) -> tuple[str, str, str, str]:
-        return self.empty, self.log_text, self.log_path, self.follow
+    def others(self) -> tuple[str, str, str, str, str]:
+        return self.empty, self.log_text, self.log_path, self.follow, self.load_earlier
 
     @property
     def open_log_tip(self) -> str:
@@ -103,6 +106,7 @@ def pane_texts(facts: PaneFacts) -> PaneTexts:
         log_text,
         log_path,
         _follow_text(facts),
+        "Show earlier" if facts.earlier and facts.loadable else "",
     )
 
 
@@ -114,8 +118,15 @@ def _empty_text(facts: PaneFacts) -> str:
 
 def _line_count_text(facts: PaneFacts) -> str:
     """``120 lines``, ``8 of 120 lines`` while filtered; with earlier lines not
-    held, ``last 100,000 of 30,000,000 lines`` or ``8 of the last 100,000 lines``."""
+    held, ``last 100,000 of 30,000,000 lines`` or ``8 of the last 100,000 lines``;
+    with the newest gone for lines read back, ``200,000 of 30,000,000 lines``
+    or ``8 of 200,000 held of 30,000,000 lines``."""
     held, earlier = facts.lines, facts.earlier
+    if facts.rewound:
+        total = count_text(earlier + held + facts.pending, "line", "lines")
+        if facts.filtered:
+            return f"{facts.matches:,} of {held:,} held of {total}"
+        return f"{held:,} of {total}"
     if not earlier:
         lines = count_text(held, "line", "lines")
         if facts.filtered:
@@ -166,15 +177,21 @@ def _earlier_texts(facts: PaneFacts) -> tuple[str, str, str]:
             f" ({format_size(facts.cut_bytes)}) between them (marked there):"
         )
         if facts.filtered:
-            notice = f"The filter sees the last {facts.lines:,}; of {older}, {kept}"
+            notice = f"The filter sees {_held(facts)}; of {older}, {kept}"
         else:
             notice = f"{older} are not shown here — {kept}"
     elif facts.filtered:
-        notice = f"The filter sees the last {facts.lines:,}; {older} are in {where}"
+        notice = f"The filter sees {_held(facts)}; {older} are in {where}"
     else:
         notice = f"{older} are not shown here — in {where}"
     log_text = ", ".join([logs[0], *(os.path.basename(p) for p in logs[1:])])
     return notice, log_text, logs[0]
+
+
+def _held(facts: PaneFacts) -> str:
+    """The lines held, as a filter's notice names them: the last, unless the
+    newest went for lines read back."""
+    return f"{facts.lines:,} lines" if facts.rewound else f"the last {facts.lines:,}"
 
 
 def _follow_text(facts: PaneFacts) -> str:

@@ -53,7 +53,9 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     oldest lines went), a view that follows stays at its end and one that does
     not stays on its lines (``positionAt``); the selection moves with its
     lines. Lines the pane no longer holds are named, with the log that keeps
-    them (``earlierText``, ``logText``, ``copyLogPath``). Esc clears the filter
+    them (``earlierText``, ``logText``, ``copyLogPath``), which the output model
+    reads back a chunk at a time (``loadEarlierText``; the selection moves down
+    with its lines as they come in above). Esc clears the filter
     and the selection; in an empty filter field it hands the keys back to the
     table (``leaveFilter``). What is copied is said through ``message``.
     """
@@ -105,6 +107,8 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         # Going to a match stops following, as scrolling away does.
         self._find.revealRow.connect(self.scrollStarted)
         output_model.shifted.connect(self._shift_selection)
+        # Lines read back from the log came in at the top: the selection moves down with its lines.
+        output_model.earlierLoaded.connect(lambda rows: self._shift_selection(-rows))
         output_model.shifted.connect(self.followTail)
         for signal in (
             output_model.lineCountChanged,
@@ -118,6 +122,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             signal.connect(self._update_texts)
         # Every frame under a flood: the count must not lag the lines it counts.
         output_model.earlierLinesChanged.connect(self._update_texts)
+        output_model.earlierLoaded.connect(self._update_texts)
         output_model.pendingLinesChanged.connect(self._update_texts)
         # Not following: the rows hold still, whatever pours in (read on at End).
         self.followingChanged.connect(self._hold)
@@ -172,6 +177,8 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
             lines=out.lineCount,
             matches=out.matchCount,
             earlier=earlier,
+            loadable=out.earlier().available,
+            rewound=out.earlier().rewound,
             filtered=bool(out.filterText),
             filter_error=bool(out.filterError),
             current_match=out.currentMatch,
@@ -227,6 +234,10 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     openLogTip = qt_property(str, lambda self: self._texts.open_log_tip, notify=textsChanged)
     """The tooltip of the button that opens ``logPath``."""
     followText = qt_property(str, lambda self: self._texts.follow, notify=textsChanged)
+    loadEarlierText = qt_property(str, lambda self: self._texts.load_earlier, notify=textsChanged)
+    """The label of the button that reads earlier lines back from the log
+    (``OutputModel.loadEarlier``, as scrolling to the top does); "" while none
+    is left to read."""
     """The footer's follow state: ``● following``, ``paused · End to follow``;
     "" while no proc streams."""
 
@@ -393,6 +404,15 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         that does not follow goes back on its lines (``positionAt``)."""
         if not self._tail.following:
             self.positionAt.emit(max(0.0, top - rows * lineHeight))
+
+    @Slot(int, float, float)
+    def outputPrepended(self, rows: int, top: float, lineHeight: float) -> None:
+        """``rows`` rows came in above the others (lines read back from the log,
+        ``OutputModel.earlierLoaded``) under a view that was ``top`` px below its
+        first row, of rows ``lineHeight`` px high: one that does not follow stays
+        on its lines (``positionAt``)."""
+        if rows > 0 and not self._tail.following:
+            self.positionAt.emit(top + rows * lineHeight)
 
     @Slot()
     def outputReset(self) -> None:

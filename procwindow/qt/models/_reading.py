@@ -81,6 +81,14 @@ class OutputReader:
             self.reading = True
             self.cursor = max(0, proc.last_seq - self._buf.max_lines)
 
+    def rewind(self, seq: int) -> None:
+        """The lines after ``seq`` went from the buffer (to make room for earlier
+        ones): read on from there, and count those written since as pending."""
+        self.heard = max(self.heard, self.newest)
+        self.cursor = seq
+        self.partial = None
+        self.reading = True
+
     def stop(self) -> None:
         """Read no more (the lines read stay)."""
         self.reading = False

@@ -24,6 +24,7 @@ from .._support import (
     set_stored,
     stored_property,
 )
+from ._earlier import EarlierLines
 from ._filter import FilterError, compile_filter, compile_marker
 from ._frames import (
     FLOOD_FRAME_MS,
@@ -34,7 +35,7 @@ from ._frames import (
     FRAME_READS,
     FrameLoop,
 )
-from ._lines import LineBuffer
+from ._lines import LineBuffer, Staged
 from ._reading import LogFacts, OutputReader
 from ._render import DEFAULT_COLORS, PLAIN_TEXT, RICH_TEXT, STYLED_TEXT, LineRenderer
 from ._row_data import row_data
@@ -116,7 +117,8 @@ class OutputModel(QAbstractListModel):
 
     What is not held: ``earlierLines`` counts the proc's lines before the oldest
     one held (dropped past ``maxLines``, skipped to catch up, or cleared), which
-    the log files keep (:meth:`logFiles`).
+    the log files keep (:meth:`logFiles`); ``loadEarlier`` reads them back, a
+    chunk at a time, as rows before the others (see ``_earlier``).
 
     Matches: while a filter is set (``marking``), ``styled`` marks every match
     inside each line on ``matchColor`` (a view draws it as ``Text.RichText``),
@@ -165,6 +167,8 @@ class OutputModel(QAbstractListModel):
     earlierLinesChanged = Signal()
     heldChanged = Signal()
     pendingLinesChanged = Signal()
+    earlierLoaded = Signal(int, arguments=["rows"])
+    """``loadEarlier`` put ``rows`` rows at the top (0: none came, or not yet)."""
     shifted = Signal(int, arguments=["rows"])
     """The oldest ``rows`` lines went: row ``r`` shows what row ``r + rows`` showed
     (announced by ``dataChanged`` just before)."""
@@ -180,6 +184,7 @@ class OutputModel(QAbstractListModel):
         self._proc_id = -1
         self._buf = LineBuffer(DEFAULT_MAX_LINES)
         self._reader = OutputReader(self._sup, self._buf)
+        self._earlier = EarlierLines(self._sup, self._reader, self._buf)
         self._render = LineRenderer()
         argb = QColor.NameFormat.HexArgb
         self._render.colors.update({k: QColor(v).name(argb) for k, v in DEFAULT_COLORS.items()})
@@ -210,34 +215,45 @@ class OutputModel(QAbstractListModel):
         if proc_id == self._proc_id:
             return
         counts = self._counts()
-        self.beginResetModel()
         self._lifeline.release(self._pump)
         self._pump = None
         self._proc_id = proc_id
         was_held = self._reader.held  # another proc's lines: from its tail, read
+        self._load_tail()
+        self.procIdChanged.emit()
+        self.headerChanged.emit()
+        if was_held:
+            self.heldChanged.emit()
+            self.pendingLinesChanged.emit()
+        self._emit_counts(*counts)
+        self._schedule()
+
+    def _load_tail(self) -> None:
+        """Read the proc's newest ``maxLines`` lines, all at once (the view opens on
+        the tail, not on a growing head), in one reset."""
+        self.beginResetModel()
         self._buf.reset()
         self._render.forget()  # the numbers start over
+        self._earlier.reset()
         proc = self._find_proc()
         self._reader.start(proc)
         if proc is not None:
-            self._pump = self._lifeline.hold(
-                EventPump(self._sup, scope_pattern(proc.session, proc.agent), self._on_events)
-            )
-            # All at once: the view opens on the tail, not on a growing head.
+            self._hear(proc)
             self._read(limit=None)
             self._buf.drop_front(self._buf.held_count - self._buf.max_lines)
             self._buf.scan(FILTER_BUDGET)
         self._count = self._buf.row_count
         self.endResetModel()
         self._set_current(-1)
-        self.procIdChanged.emit()
-        self.headerChanged.emit()
         self.partialChanged.emit()
-        if was_held:
-            self.heldChanged.emit()
-            self.pendingLinesChanged.emit()
-        self._emit_counts(*counts)
-        self._schedule()
+
+    def _hear(self, proc: Proc) -> None:
+        """Follow ``proc``'s events (not once its output ended, unless earlier lines
+        are on their way: a remote mirror announces them with one)."""
+        if self._pump is None:
+            self._pump = self._lifeline.hold(
+                EventPump(self._sup, scope_pattern(proc.session, proc.agent), self._on_events)
+            )
 
     def _find_proc(self) -> Proc | None:
         if self._proc_id < 0:
@@ -272,9 +288,15 @@ class OutputModel(QAbstractListModel):
 
     def _set_held(self, held: bool) -> None:
         if held != self._reader.held:
+            counts = self._counts()
             self._reader.held = held
+            if not held and self._earlier.release():
+                self._load_tail()  # newest lines went for earlier ones: the tail anew
+            elif not held:
+                self._update_rows(scan=False)  # the lines read back go
             self.heldChanged.emit()
             self.pendingLinesChanged.emit()
+            self._emit_counts(*counts)
             self._schedule()  # released: the lines that waited, or the newest maxLines
 
     def _refilter(self) -> None:
@@ -350,7 +372,8 @@ class OutputModel(QAbstractListModel):
     header = qt_property(str, _get_header, notify=headerChanged)
     """``Output of ID N · PID P``: procwindow's id and the kernel's pid."""
     lineCount = qt_property(int, lambda self: self._buf.held_count, notify=lineCountChanged)
-    """Lines held (filtered or not), at most ``maxLines``."""
+    """Lines held (filtered or not), at most ``maxLines`` (with lines read back from
+    the log, ``loadEarlier``, at most twice as many)."""
     matchCount = qt_property(int, lambda self: self._buf.row_count, notify=matchCountChanged)
     """Rows: the lines that match the filter (all lines without one)."""
     maxLines = qt_property(int, _get_max_lines, _set_max_lines, notify=maxLinesChanged)
@@ -424,6 +447,26 @@ class OutputModel(QAbstractListModel):
         self._set_current(-1)
         self._emit_counts(*counts)
 
+    @Slot(result=int)
+    def loadEarlier(self) -> int:
+        """Read lines before the oldest held back from the log and make them the first
+        rows (see ``_earlier``); how many rows came (0: none, or not yet there)."""
+        counts, partial = self._counts(), self._reader.partial
+        staged = self._earlier.load(dropped=lambda: self._update_rows(scan=False))
+        if self._earlier.waiting and (proc := self._find_proc()) is not None:
+            self._hear(proc)
+        self._partial_moved(partial)
+        self._update_rows(scan=False, front=staged)
+        rows = staged.rows if staged is not None else 0
+        self._set_current(self._current)  # none, if its row went
+        self._emit_counts(*counts)
+        self.earlierLoaded.emit(rows)
+        return rows
+
+    def earlier(self) -> EarlierLines:
+        """What :meth:`loadEarlier` read back and may still read (to look at)."""
+        return self._earlier
+
     @Slot(int, result=int)
     def rowOfSeq(self, seq: int) -> int:
         """The row showing the proc's line ``seq``, -1 if none does (not held,
@@ -468,6 +511,8 @@ class OutputModel(QAbstractListModel):
 
     def _on_events(self, events: list[Event]) -> None:
         if any(ev.proc_id == self._proc_id or ev.missed for ev in events):
+            if self._earlier.waiting:  # the earlier lines a remote mirror fetched
+                self.loadEarlier()
             mine = (ev.last_seq or 0 for ev in events if ev.proc_id == self._proc_id)
             if self._reader.hear(max(mine, default=0)):
                 self.pendingLinesChanged.emit()
@@ -491,29 +536,35 @@ class OutputModel(QAbstractListModel):
         partial = self._reader.partial
         got = self._reader.read(limit)
         self._partial_moved(partial)
-        if not self._reader.reading and self._pump is not None:
+        if not self._reader.reading and self._pump is not None and not self._earlier.waiting:
             # Its output ended, or it was dismissed: nothing more will come.
             self._lifeline.release(self._pump)
             self._pump = None
         return got
 
-    def _update_rows(self, scan: bool) -> None:
+    def _update_rows(self, scan: bool, front: Staged | None = None) -> None:
         """Drop the oldest lines beyond maxLines and (with ``scan``) make rows of
-        new lines, then tell views (see the class docstring: rows shift)."""
+        new lines, then tell views (see the class docstring: rows shift);
+        ``front``: lines read back, to hold before the others (rows at the top)."""
         buf = self._buf
         trim = buf.overflow()
         if trim is not None:
             buf.drop_front(trim.lines)
         if scan:
             buf.scan(FILTER_BUDGET)
-        old, new = self._count, buf.row_count
-        shift = trim.rows if trim is not None else 0
+        shift = trim.rows if trim is not None else -(front.rows if front is not None else 0)
         # The current match stays on its line (or goes with it), before any
         # row is drawn again.
-        moved = shift > 0 and self._current >= 0
+        moved = shift != 0 and self._current >= 0
         if moved:
             self._current = max(self._current - shift, -1)
             self._render.set_current(self._current)
+        if front is not None:
+            self.beginInsertRows(ROOT, 0, front.rows - 1)
+            buf.prepend(front)
+            self._count += front.rows
+            self.endInsertRows()
+        old, new = self._count, buf.row_count
         # The buffer has changed already; views learn it in order: the count
         # at the end first, then what the rows that stay show now.
         if new > old:
@@ -524,12 +575,12 @@ class OutputModel(QAbstractListModel):
             self.beginRemoveRows(ROOT, new, old - 1)
             self._count = new
             self.endRemoveRows()
+        kept = min(old, new) if shift > 0 else 0
+        if kept > 0:
+            self.dataChanged.emit(self.index(0), self.index(kept - 1), [])
+        if moved:
+            self.currentMatchChanged.emit()
         if shift > 0:
-            kept = min(old, new)
-            if kept > 0:
-                self.dataChanged.emit(self.index(0), self.index(kept - 1), [])
-            if moved:
-                self.currentMatchChanged.emit()
             self.shifted.emit(shift)
 
     def _counts(self) -> tuple[int, int, bool, int]:
