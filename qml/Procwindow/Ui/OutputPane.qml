@@ -54,12 +54,20 @@ FocusScope {
     // Put row `row` in the middle of the view (a search hit opened at its line).
     // It stays in the middle while the view is laid out, until the person scrolls.
     function showRow(row: int) { view.cancelFlick(); view.centredRow = row; view.centre() }
+    // The person took the view to its top: the lines before it come back from the log, a
+    // chunk at a time, above the rows (the view stays on its lines); End lets them go.
+    function loadEarlier() { if (!pane.following && !pane.terminalShown) pane.outputModel.loadEarlier() }
 
     Connections {
         target: pane.outputModel
         // The oldest lines went and the rows shifted up: a view that does not follow stays on its lines.
         function onShifted(rows: int) { view.centredRow = -1; pane.viewModel.outputShifted(rows, view.contentY - view.originY, Theme.lineHeight) }
         function onModelReset() { view.centredRow = -1; pane.viewModel.outputReset() }
+        // Lines read back from the log came in above the rows: a view that does not follow
+        // stays on its lines (a ListView at its top would show the new ones), however it
+        // was moving. Where it was is measured before the rows come.
+        function onRowsAboutToBeInserted(parent: var, first: int, last: int) { view.aboveTop = view.contentY - view.originY }
+        function onEarlierLoaded(rows: int) { if (rows > 0 && !pane.following) view.cancelFlick(); pane.viewModel.pane.outputPrepended(rows, view.aboveTop, Theme.lineHeight) }
     }
     Connections {
         target: pane.find
@@ -80,7 +88,7 @@ FocusScope {
     Shortcut {
         sequence: "PgUp"
         enabled: view.activeFocus
-        onActivated: { view.contentY = Math.max(view.originY, Math.min(view.contentY - view.pageStep, view.lastContentY)); pane.viewModel.following = view.nearEnd }
+        onActivated: { view.contentY = Math.max(view.originY, Math.min(view.contentY - view.pageStep, view.lastContentY)); pane.viewModel.following = view.nearEnd; if (view.atYBeginning) pane.loadEarlier() }
     }
     Shortcut {
         sequence: "PgDown"
@@ -90,7 +98,7 @@ FocusScope {
     Shortcut {
         sequence: "Home"
         enabled: view.activeFocus
-        onActivated: { pane.viewModel.following = false; view.positionViewAtBeginning() }
+        onActivated: { pane.viewModel.following = false; view.positionViewAtBeginning(); pane.loadEarlier() }
     }
     // From match to match, wherever the keyboard is (Enter and Shift+Enter in the filter field).
     Shortcut {
@@ -267,6 +275,15 @@ FocusScope {
                     ToolTip.text: logText.text
                 }
                 ToolbarButton {
+                    objectName: "loadEarlierButton"
+                    visible: pane.viewModel.pane.loadEarlierText.length > 0 && !pane.terminalShown
+                    implicitHeight: Theme.buttonSize
+                    text: pane.viewModel.pane.loadEarlierText
+                    tip: qsTr("Read the lines before the first shown back from the log, above it (as scrolling to the top does)")
+                    font.pixelSize: Theme.smallFontSize + 1
+                    onClicked: { pane.viewModel.following = false; view.positionViewAtBeginning(); pane.loadEarlier() }
+                }
+                ToolbarButton {
                     objectName: "openLogButton"
                     visible: pane.viewModel.logPath.length > 0
                     implicitHeight: Theme.buttonSize
@@ -314,6 +331,8 @@ FocusScope {
                 readonly property bool nearEnd: lastContentY - contentY <= 4 * Theme.lineHeight
                 // The row showRow put in the middle (-1: none, or the person scrolled since).
                 property int centredRow: -1
+                // Where the view was, below its first row, before rows came in above it.
+                property real aboveTop: 0
                 function centre() { if (centredRow >= 0 && centredRow < count) positionViewAtIndex(centredRow, ListView.Center) }
 
                 anchors.fill: parent
@@ -339,6 +358,8 @@ FocusScope {
                 onMovementStarted: { centredRow = -1; pane.viewModel.scrollStarted() }
                 onMovementEnded: pane.viewModel.scrollEnded(nearEnd)
                 onAtYEndChanged: pane.viewModel.scrolledToEnd(atYEnd, moving || vbar.pressed)
+                // Scrolled (wheel, flick, scroll bar) to the top: the lines before it (not a reset's top).
+                onAtYBeginningChanged: if (atYBeginning && (moving || vbar.pressed)) Qt.callLater(pane.loadEarlier)
 
                 ScrollBar.vertical: ScrollBar {
                     id: vbar
