@@ -39,20 +39,25 @@ def tree_processes(child: Child, signals: TreeSignals | None) -> list[TreeProces
     """The proc's own process (while it runs) and its live descendants, parents
     before their children, siblings by pid; at most :data:`MAX_TREE`.
 
-    It costs what ``stats`` costs and little more: state, parent and start come
-    from the scan, CPU and memory from the sample, and a process's command line
-    is read once (kept in ``child.tree_cache`` by pid and start)."""
+    It costs what ``stats`` costs and little more: the members come from its
+    scan, CPU and memory from its sample; state and parent are read now (one
+    ``/proc/<pid>/stat`` each), and a process's command line once (kept in
+    ``child.tree_cache`` by pid and start)."""
     _, descendants = live_tree(child, signals)
     snap = signals.snap(STATS_TREE_TTL) if signals is not None else None
     _, sampled = tree_sample(child, descendants)
     members = ([child.os_pid] if child.running else []) + descendants
     stat: dict[int, _linux.Stat] = {}
     for pid in members:
-        info = snap.info.get(pid) if snap is not None else None
-        if info is None:
-            with contextlib.suppress(OSError):
-                info = _linux.stat_fields(pid)
-        if info is not None:
+        # The scan finds the members (up to STATS_TREE_TTL old); each one's state
+        # and parent are read now, and one gone since (or whose pid names another
+        # process now) is left out.
+        known_start = snap.info[pid].start if snap is not None and pid in snap.info else None
+        try:
+            info = _linux.stat_fields(pid)
+        except OSError:  # out of fds: what the scan saw
+            info = snap.info.get(pid) if snap is not None else None
+        if info is not None and info.state != "X" and known_start in (None, info.start):
             stat[pid] = info
     parent = {pid: info.ppid for pid, info in stat.items()}
     known, child.tree_cache = child.tree_cache, {}

@@ -11,7 +11,7 @@ import pytest
 
 from procwindow import InvalidField, ProcNotFound, Supervisor
 
-from .helpers import alive, py, until
+from .helpers import alive, py, state_of, until
 
 # A leader with a child, a grandchild, a setsid escapee and a busy loop, each
 # printing its pid.
@@ -96,6 +96,15 @@ def test_a_signal_to_one_process_of_the_tree_leaves_the_others(run, tmp_path):
             await until(lambda: not alive(pid["grandchild"]), what="grandchild gone")
             assert alive(pid["busy"]) and alive(pid["away"])
             assert sup.get(p.id).running
+            # A member's state is read when asked: stopped, then running on again.
+            assert await sup.signal(p.id, "STOP", os_pid=pid["busy"])
+            await until(lambda: state_of(pid["busy"]) == "T", what="busy stopped")
+            tree = {t.os_pid: t for t in await sup.tree(p.id)}
+            assert tree[pid["busy"]].state == "stopped"
+            assert await sup.signal(p.id, "CONT", os_pid=pid["busy"])
+            await until(lambda: state_of(pid["busy"]) == "R", what="busy running")
+            tree = {t.os_pid: t for t in await sup.tree(p.id)}
+            assert tree[pid["busy"]].state == "running"
             assert await sup.signal(p.id, signal.SIGKILL, os_pid=pid["away"])
             await until(lambda: not alive(pid["away"]), what="setsid escapee gone")
             assert sup.get(p.id).running

@@ -7,6 +7,7 @@ Real QML, a real supervisor, real children (a grandchild and a setsid escapee).
 from __future__ import annotations
 
 import psutil
+import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtQuick import QQuickWindow
 
@@ -47,6 +48,7 @@ def _alive(pid: int) -> bool:
         return False
 
 
+@pytest.mark.promise("The window: The process tree")
 def test_the_tree_panel_lists_a_commands_processes_and_stops_one(
     sup: Supervisor, make_workspace: MakeWorkspace, run: Run
 ) -> None:

@@ -28,10 +28,8 @@ Rectangle {
     readonly property real threadsWidth: 56
     readonly property real actionsWidth: 2 * Theme.buttonSize + 4
 
-    function send(osPid: int, name: string) {
-        root.controller.sendSignal(root.procId, name, osPid)
-        root.treeModel.reloadSoon()
-    }
+    // A signal to one process of the tree; the tree is read again to show its effect.
+    function send(osPid: int, name: string) { root.controller.sendSignal(root.procId, name, osPid); root.treeModel.reloadSoon() }
 
     ColumnLayout {
         anchors.fill: parent
@@ -134,10 +132,7 @@ Rectangle {
                 HoverHandler { id: hover }
                 TapHandler {
                     acceptedButtons: Qt.RightButton
-                    onTapped: eventPoint => {
-                        signalMenu.osPid = row.osPid
-                        signalMenu.popup(row, eventPoint.position.x, eventPoint.position.y)
-                    }
+                    onTapped: eventPoint => signalMenu.openFor(row.osPid, row, eventPoint.position.x, eventPoint.position.y)
                 }
                 ToolTip.visible: hover.hovered && !termButton.hovered && !killButton.hovered
                 ToolTip.delay: 800
@@ -249,6 +244,7 @@ Rectangle {
         id: signalMenu
         objectName: "treeMenu"
         property int osPid: -1
+        function openFor(pid: int, at: Item, x: real, y: real) { signalMenu.osPid = pid; signalMenu.popup(at, x, y) }
         padding: 4
         background: Rectangle {
             implicitWidth: 220
