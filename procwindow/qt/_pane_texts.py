@@ -200,8 +200,10 @@ def _follow_text(facts: PaneFacts) -> str:
     if facts.following:
         return "● following"
     if facts.pending:
-        new = "1 new line" if facts.pending == 1 else f"{facts.pending:,} new lines"
-        return f"paused · {new} · End to follow"
+        # Lines written since, or (the newest gone for lines read back) after those held.
+        kind = "later" if facts.rewound else "new"
+        lines = count_text(facts.pending, f"{kind} line", f"{kind} lines")
+        return f"paused · {lines} · End to follow"
     return "paused · End to follow"
 
 

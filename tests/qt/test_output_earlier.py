@@ -238,6 +238,10 @@ def test_the_texts_of_a_pane_whose_newest_lines_went_for_earlier_ones() -> None:
     assert texts.line_count == "8 of 2,000 held of 3,500 lines"
     assert texts.earlier == "The filter sees 2,000 lines; 500 earlier lines are in the log:"
     assert texts.load_earlier == "Show earlier"
+    assert texts.follow == "paused · 1,000 later lines · End to follow"
+    assert pane_texts(PaneFacts(proc_id=1, following=False, pending=1)).follow == (
+        "paused · 1 new line · End to follow"
+    )
     unfiltered = pane_texts(PaneFacts(proc_id=1, lines=2_000, pending=1_000, rewound=True))
     assert (unfiltered.line_count, unfiltered.earlier) == ("2,000 of 3,000 lines", "")
     assert pane_texts(PaneFacts(proc_id=1, lines=9, earlier=3, loadable=False)).load_earlier == ""
