@@ -234,12 +234,12 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     openLogTip = qt_property(str, lambda self: self._texts.open_log_tip, notify=textsChanged)
     """The tooltip of the button that opens ``logPath``."""
     followText = qt_property(str, lambda self: self._texts.follow, notify=textsChanged)
+    """The footer's follow state: ``● following``, ``paused · End to follow``;
+    "" while no proc streams."""
     loadEarlierText = qt_property(str, lambda self: self._texts.load_earlier, notify=textsChanged)
     """The label of the button that reads earlier lines back from the log
     (``OutputModel.loadEarlier``, as scrolling to the top does); "" while none
     is left to read."""
-    """The footer's follow state: ``● following``, ``paused · End to follow``;
-    "" while no proc streams."""
 
     @Slot()
     def copyLogPath(self) -> None:
