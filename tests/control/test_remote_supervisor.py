@@ -117,9 +117,14 @@ def test_run_read_and_events_match(opener: Opener) -> None:
             p = await sup.spawn(
                 py(
                     """
-                    import sys
+                    import fcntl, struct, sys, termios, time
                     for i in range(3000):
                         print("out", i)
+                    # Across two pipes, lines keep their order only once the first
+                    # is read: wait until the supervisor has read stdout.
+                    sys.stdout.flush()
+                    while struct.unpack("i", fcntl.ioctl(1, termios.FIONREAD, b"0000"))[0]:
+                        time.sleep(0.001)
                     print("oops", file=sys.stderr)
                     sys.exit(3)
                     """
