@@ -8,10 +8,12 @@ returns is dropped on the way.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired
+from typing import Any, NotRequired, get_type_hints
 
 from pydantic import ConfigDict, with_config
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
+
+from ..core import ListeningPort, TreeProcess
 
 __all__ = ["RESULTS"]
 
@@ -201,30 +203,23 @@ class Rows(TypedDict):
     agent: NotRequired[str]
 
 
-@with_config(_OPEN)
-class Port(TypedDict):
-    port: int
-    host: str
-    os_pid: int
+def _of(cls: type) -> Any:
+    """A result's part that is a dataclass of the library's, key for field."""
+    return with_config(_OPEN)(TypedDict(cls.__name__, get_type_hints(cls)))  # type: ignore[operator]
+
+
+#: A port a process listens on (``ListeningPort``).
+Port = _of(ListeningPort)
 
 
 @with_config(_OPEN)
 class Ports(TypedDict):
     id: int
-    ports: list[Port]
+    ports: list[Port]  # type: ignore[valid-type]  # made at run time, from ListeningPort
 
 
-@with_config(_OPEN)
-class Member(TypedDict):
-    os_pid: int
-    ppid: int
-    depth: int
-    state: str
-    command: str
-    cpu_percent: float
-    rss: int
-    threads: int
-    started: float
+#: A process of a proc's tree (``TreeProcess``).
+Member = _of(TreeProcess)
 
 
 @with_config(_OPEN)
@@ -232,7 +227,7 @@ class Tree(TypedDict):
     """A process's tree, parents before children; ``note`` when some were left out."""
 
     id: int
-    tree: list[Member]
+    tree: list[Member]  # type: ignore[valid-type]  # made at run time, from TreeProcess
     note: NotRequired[str]
 
 
