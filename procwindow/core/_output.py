@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Protocol
 
-from ._types import Line, LineRun, Stream
+from ._types import Line, LineRun, Stream, lines_of
 
 __all__ = ["LINE_MAX", "OutputStore", "ReadBuffers", "RingBudget"]
 
@@ -409,10 +409,7 @@ class OutputStore:
     ) -> tuple[list[Line], int, int]:
         """Lines with seq > since: (lines, dropped, cursor)."""
         runs, dropped, cursor = self.read_runs(since, limit, stream)
-        out: list[Line] = []
-        for run in runs:
-            out += run.lines()
-        return out, dropped, cursor
+        return lines_of(runs), dropped, cursor
 
     def read_runs(
         self, since: int, limit: int | None = None, stream: Stream | None = None

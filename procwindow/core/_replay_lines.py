@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from ._disklog import CUT, DATA, EOF, STREAMS
 from ._journal import UNKNOWN, Journal
 from ._output import OutputStore, _decode_lines
-from ._types import Line, LineRun, Stream
+from ._types import Line, LineRun, Stream, lines_of
 
 __all__ = ["lines_at", "read", "read_runs", "record_lines"]
 
@@ -26,10 +26,7 @@ def read(
     ``OutputStore.read`` gives them. The cursor moves past the lines
     counted in ``dropped``, so that a read from it does not count them again."""
     runs, dropped, cursor = read_runs(journal, since, limit, stream, upto)
-    out: list[Line] = []
-    for run in runs:
-        out += run.lines()
-    return out, dropped, cursor
+    return lines_of(runs), dropped, cursor
 
 
 def read_runs(

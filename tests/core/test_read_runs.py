@@ -204,3 +204,35 @@ def test_grouping_lines_into_runs_keeps_them(shape):
             b.split,
         )
         assert not joinable
+
+
+def test_lines_of_a_big_batch_leave_the_cycle_collector_as_it_was() -> None:
+    """``lines_of`` pauses the collector for a big batch, and only for it: it is on
+    again afterwards (also after a failure), and stays off if it was off."""
+    import gc
+
+    from procwindow.core import LineRun, Stream
+    from procwindow.core._types import lines_of
+
+    runs = [
+        LineRun(1 + i, Stream.STDOUT, 1.0, [f"t{j}" for j in range(i, i + 1000)])
+        for i in range(0, 5000, 1000)
+    ]
+    expected = [line for run in runs for line in run.lines()]
+    assert gc.isenabled()
+    assert lines_of(runs) == expected
+    assert gc.isenabled()
+
+    class Broken(LineRun):
+        def lines(self):  # type: ignore[override]
+            raise RuntimeError("broken")
+
+    with pytest.raises(RuntimeError):
+        lines_of([*runs, Broken(6000, Stream.STDOUT, 1.0, ["x"] * 3000)])
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert lines_of(runs) == expected
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
