@@ -14,6 +14,7 @@ from PySide6.QtQuick import QQuickWindow
 from procwindow.core import Supervisor
 from procwindow.qt.window import proc_windows, window_model
 
+from ..core.helpers import state_of
 from .conftest import MakeWorkspace, Run
 from .helpers import click, find_item, item, key, prop, py, until, until_equal
 
@@ -39,6 +40,17 @@ def the_window() -> QQuickWindow:
 
 def _pids(sup: Supervisor, proc_id: int) -> dict[str, int]:
     return {line.text.split()[0]: int(line.text.split()[1]) for line in sup.read(proc_id).lines}
+
+
+def _state_in(tree: object, os_pid: int) -> str | None:
+    """The state the tree model shows for ``os_pid``."""
+    from procwindow.qt.models.tree import TreeRole
+
+    for r in range(tree.rowCount()):  # type: ignore[attr-defined]
+        index = tree.index(r, 0)  # type: ignore[attr-defined]
+        if tree.data(index, TreeRole.OS_PID) == os_pid:  # type: ignore[attr-defined]
+            return str(tree.data(index, TreeRole.STATE))  # type: ignore[attr-defined]
+    return None
 
 
 def _alive(pid: int) -> bool:
@@ -90,6 +102,21 @@ def test_the_tree_panel_lists_a_commands_processes_and_stops_one(
         assert prop(command, "text") == "└ sleep 600"
         summary = await item(window, "treeSummary")
         assert str(prop(summary, "text")).startswith(f"{tree.count} processes  ·  ")
+
+        # A right click offers the other signals: SIGSTOP stops that process, SIGCONT
+        # lets it go on, and the row says so.
+        for name, letter in (("STOP", "T"), ("CONT", "S")):
+            kid_row = await item(window, f"treeRow{pid['kid']}")
+            await click(window, kid_row, Qt.MouseButton.RightButton)
+            menu_item = await item(window, f"treeMenuItem-{name}")
+            assert prop(menu_item, "text") == f"Send SIG{name} to {pid['kid']}"
+            await click(window, menu_item)
+            await until(lambda letter=letter: state_of(pid["kid"]) == letter, what=name)
+            expected = "stopped" if name == "STOP" else "sleeping"
+            await until(
+                lambda expected=expected: _state_in(tree, pid["kid"]) == expected,
+                what=f"the row {expected}",
+            )
 
         # Kill on the grandchild's row stops that process alone.
         await click(window, await item(window, f"treeKill{pid['grandchild']}"))
