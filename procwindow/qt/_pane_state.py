@@ -92,6 +92,21 @@ class LineSelection:
             return self.clear()
         return self.select(max(anchor, 0), max(cursor, 0))
 
+    def clamp(self, rows: int) -> bool:
+        """Only the first ``rows`` rows are left (the newest went): the selection
+        keeps those of its lines that are (one whose lines all went goes).
+
+        >>> sel = LineSelection()
+        ... _ = sel.select(5, 9)
+        ... sel.clamp(7), sel.text
+        (True, '2 selected')
+        """
+        if self.anchor < 0 or self.end < rows:
+            return False
+        if self.start >= rows:
+            return self.clear()
+        return self.select(min(self.anchor, rows - 1), min(self.cursor, rows - 1))
+
 
 class FollowState:
     """Whether the output view follows its tail (``following``), from what it reports.

@@ -109,6 +109,8 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         output_model.shifted.connect(self._shift_selection)
         # Lines read back from the log came in at the top: the selection moves down with its lines.
         output_model.earlierLoaded.connect(lambda rows: self._shift_selection(-rows))
+        # The newest lines went to make room for those read back: so do their rows' selection.
+        output_model.rowsRemoved.connect(self._rows_removed)
         output_model.shifted.connect(self.followTail)
         for signal in (
             output_model.lineCountChanged,
@@ -331,6 +333,10 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
     def _shift_selection(self, rows: int) -> None:
         """The oldest ``rows`` rows went: the selected lines are ``rows`` rows up now."""
         self._select(self._selection.shift(rows))
+
+    def _rows_removed(self, _parent: object, first: int, _last: int) -> None:
+        if first > 0 and first == self._output.rowCount():  # the last rows went
+            self._select(self._selection.clamp(first))
 
     @Slot()
     def copySelection(self) -> None:

@@ -220,6 +220,34 @@ def test_the_pane_says_what_is_left_and_the_selection_stays_on_its_lines(
     assert out.lineCount == MAX and w.earlierText.startswith(f"{2 * MAX:,} earlier lines")
 
 
+def test_a_selection_among_the_newest_lines_goes_with_them(
+    small_ring: Supervisor, qrun: QRun, panes: list[Pane]
+) -> None:
+    """Read back past 2 x maxLines, the newest lines go: the selected ones that went
+    are no longer selected, and the footer and a copy count only those still there."""
+    p = printed(small_ring, qrun, count=4 * MAX)
+    pane = Pane(small_ring, "s", "a")
+    panes.append(pane)
+    w, out = pane.model, pane.output
+    out.maxLines = MAX
+    qrun(until(lambda: out.procId == p.id and out.lineCount == MAX, what="the tail"))
+    w.pressLine(MAX // 2, False)
+    w.pressLine(MAX - 1, True)  # the newest half
+    assert w.pane.selectedText == f"{MAX // 2} selected"
+    while out.lineCount + CHUNK <= 2 * MAX:
+        assert out.loadEarlier() == CHUNK
+    assert w.pane.selectedText == f"{MAX // 2} selected"  # moved down with their lines
+    assert out.loadEarlier() == CHUNK  # past the cap: the newest rows go
+    assert out.rowCount() == 2 * MAX
+    kept = out.rowCount() - w.selectionStart
+    assert 0 < kept < MAX // 2, kept  # some of them went, some are left
+    assert (w.selectionEnd, w.pane.selectedText) == (out.rowCount() - 1, f"{kept} selected")
+    said: list[str] = []
+    w.pane.message.connect(lambda text, _error: said.append(text))
+    w.pane.copySelection()
+    assert said == [f"{kept} lines copied"]
+
+
 def test_the_texts_of_a_pane_whose_newest_lines_went_for_earlier_ones() -> None:
     facts = PaneFacts(
         proc_id=1,
