@@ -108,9 +108,7 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         self._find.revealRow.connect(self.scrollStarted)
         output_model.shifted.connect(self._shift_selection)
         # Lines read back from the log came in at the top: the selection moves down with its lines.
-        output_model.earlierLoaded.connect(lambda rows: self._shift_selection(-rows))
-        # The newest lines went to make room for those read back: so do their rows' selection.
-        output_model.rowsRemoved.connect(self._rows_removed)
+        output_model.earlierLoaded.connect(self._earlier_loaded)
         output_model.shifted.connect(self.followTail)
         for signal in (
             output_model.lineCountChanged,
@@ -334,9 +332,11 @@ class OutputPaneModel(QObject):  # type: ignore[operator]  # PySide's stub: not 
         """The oldest ``rows`` rows went: the selected lines are ``rows`` rows up now."""
         self._select(self._selection.shift(rows))
 
-    def _rows_removed(self, _parent: object, first: int, _last: int) -> None:
-        if first > 0 and first == self._output.rowCount():  # the last rows went
-            self._select(self._selection.clamp(first))
+    def _earlier_loaded(self, rows: int) -> None:
+        """``rows`` rows came in above the others, after the newest went if they had
+        to make room: the selection keeps the lines still here, ``rows`` rows down."""
+        went = self._selection.clamp(self._output.rowCount() - rows)
+        self._select(self._selection.shift(-rows) or went)
 
     @Slot()
     def copySelection(self) -> None:
