@@ -94,6 +94,15 @@ def _children(pid: int) -> list[int]:
     return out
 
 
+def _exited(pid: int) -> bool:
+    """True if ``pid`` is a zombie or gone (or cannot be looked at)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
+    except (OSError, IndexError):
+        return True
+
+
 def _move_children(procs: str, pid: int, most: int) -> None:
     """Move the descendants of ``pid`` (by parentage, at most ``most``) into the
     cgroup whose ``cgroup.procs`` is ``procs``."""
@@ -158,6 +167,9 @@ class Cgroups:
         self._made: set[int] = set()
         #: Procs whose cgroup is to go as soon as it is empty.
         self._doomed: set[int] = set()
+        #: Procs whose first process had exited when it was moved: what it forked
+        #: before may not be in its cgroup (an orphan is no one's child to move).
+        self._late: set[int] = set()
 
     @classmethod
     def make(cls, token: str) -> Cgroups | None:
@@ -201,7 +213,15 @@ class Cgroups:
         # to get here) stayed in our cgroup: the children it still has go too,
         # and theirs. Whatever forks from now on is born in its cgroup.
         _move_children(procs, pid, _MAX_EARLY_FORKS)
+        if _exited(pid):  # its children were orphans already: not all were moved
+            self._late.add(proc_id)
         return True
+
+    def whole(self, proc_id: int) -> bool:
+        """True if a proc's cgroup holds its whole tree: it has one, and its first
+        process still ran when its children were moved there (so an empty cgroup
+        means nothing of the proc is left)."""
+        return proc_id in self._made and proc_id not in self._late
 
     def has(self, proc_id: int) -> bool:
         return proc_id in self._made
@@ -238,6 +258,7 @@ class Cgroups:
         except OSError:
             return False
         self._made.discard(proc_id)
+        self._late.discard(proc_id)
         return True
 
     def discard(self, proc_id: int) -> None:

@@ -64,9 +64,11 @@ class Leaders:
             return
         self._held[child] = time.monotonic()
         cgroups = self._signals.cgroups
-        if cgroups is not None and cgroups.members(child.id) == []:
+        if cgroups is not None and cgroups.whole(child.id) and cgroups.members(child.id) == []:
             # Its cgroup holds its whole tree, so its whole group: nothing
             # lives, and a file read tells so without a look at all of /proc.
+            # (Not for a leader that exited before it was moved: what it left
+            # may be outside; the look at /proc decides then.)
             self.release(child)
             return
         self._timer.within(0.0)

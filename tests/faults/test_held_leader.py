@@ -9,13 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import time
+import uuid
 
 import pytest
 
 from procwindow import Supervisor
+from procwindow.core import _cgroup
 from procwindow.core._leaders import RECHECK
+
+from .test_pid_hopper import needs_cgroups
 
 #: A leader that leaves a member of its group running in the background.
 LEAVES_A_MEMBER = "sleep 60 >/dev/null 2>&1 & echo $!"
@@ -122,6 +127,51 @@ def test_a_held_leader_s_pid_is_not_reused_after_its_last_member_dies() -> None:
             assert await _gone(proc.os_pid, within=10), seen
 
     asyncio.run(main())
+
+
+@needs_cgroups
+def test_a_cgroup_whose_leader_exited_while_it_was_moved_does_not_say_it_is_whole(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """On a loaded machine a leader may exit after it was put in its cgroup and
+    before its early children were moved after it: they are orphans then, no
+    one's children to move, outside. Its empty cgroup must not be taken for an
+    empty group (``Leaders.hold`` reaps at once only a ``whole`` one's leader)."""
+    real_move = _cgroup._move_children
+
+    def late_move(procs: str, pid: int, most: int) -> None:
+        deadline = time.monotonic() + 10
+        while _state(pid) != "Z":  # as a busy machine gets here: after its exit
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        real_move(procs, pid, most)
+
+    cgroups = _cgroup.Cgroups.make(f"late-{uuid.uuid4().hex[:8]}")
+    assert cgroups is not None
+    early = subprocess.Popen(["sh", "-c", "sleep 60 & echo $!; sleep 0.2"], stdout=subprocess.PIPE)
+    on_time = subprocess.Popen(["sh", "-c", "sleep 61 & echo $!; sleep 60"], stdout=subprocess.PIPE)
+    assert early.stdout is not None and on_time.stdout is not None
+    members = [int(early.stdout.readline()), int(on_time.stdout.readline())]
+    try:
+        monkeypatch.setattr(_cgroup, "_move_children", late_move)
+        assert cgroups.add(1, early.pid)
+        monkeypatch.setattr(_cgroup, "_move_children", real_move)
+        assert cgroups.add(2, on_time.pid)
+        # The first's member is left outside: its cgroup is empty, and says so.
+        assert (cgroups.members(1), cgroups.whole(1)) == ([], False)
+        assert _state(members[0]) == "S"
+        # The second's leader ran on while its child was moved: whole.
+        assert {on_time.pid, members[1]} <= set(cgroups.members(2) or [])
+        assert cgroups.whole(2)
+    finally:
+        for pid in members:
+            os.kill(pid, signal.SIGKILL)
+        on_time.kill()
+        cgroups.close()
+        for proc in (early, on_time):
+            proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
 
 
 def test_dismissed_and_closed_supervisors_reap_held_leaders() -> None:
