@@ -67,7 +67,6 @@ class Child:
         "stream_fds",
         "timed_out",
         "timeout_handle",
-        "tree_cache",
         "waiters",
     )
 
@@ -112,8 +111,6 @@ class Child:
         #: The last stats() (monotonic seconds, pids, result, per pid): callers
         #: within STATS_MIN_INTERVAL share it (see _reports.tree_sample).
         self.ps_last: tuple[float, list[int], Any, Any] | None = None
-        #: The command lines ``tree`` read, by (pid, start): read once each.
-        self.tree_cache: dict[tuple[int, int], str] = {}
         #: The write end of its stdin pipe (spawned with stdin=True), until closed.
         self.stdin_fd: int | None = None
         self.stdin_lock = asyncio.Lock()

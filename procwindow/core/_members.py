@@ -40,9 +40,8 @@ def tree_processes(child: Child, signals: TreeSignals | None) -> list[TreeProces
     before their children, siblings by pid; at most :data:`MAX_TREE`.
 
     It costs what ``stats`` costs and little more: the members come from its
-    scan, CPU and memory from its sample; state and parent are read now (one
-    ``/proc/<pid>/stat`` each), and a process's command line once (kept in
-    ``child.tree_cache`` by pid and start)."""
+    scan, CPU and memory from its sample; state, parent and command line are
+    read now (``/proc/<pid>/stat`` and ``cmdline``, a read each)."""
     _, descendants = live_tree(child, signals)
     snap = signals.snap(STATS_TREE_TTL) if signals is not None else None
     _, sampled = tree_sample(child, descendants)
@@ -60,12 +59,11 @@ def tree_processes(child: Child, signals: TreeSignals | None) -> list[TreeProces
         if info is not None and info.state != "X" and known_start in (None, info.start):
             stat[pid] = info
     parent = {pid: info.ppid for pid, info in stat.items()}
-    known, child.tree_cache = child.tree_cache, {}
     out: list[TreeProcess] = []
     for pid, depth in _ordered(child.os_pid if child.running else None, parent)[:MAX_TREE]:
         info = stat[pid]
-        command = known.get((pid, info.start)) or _command(pid)
-        child.tree_cache[(pid, info.start)] = command
+        # Read each time: an exec changes it, not the pid or the start.
+        command = _command(pid)
         cpu, rss, threads = sampled.get(pid, (0.0, 0, 0))
         started = _boot_time() + info.start / _TICKS
         state = _STATES.get(info.state, info.state)

@@ -179,7 +179,11 @@ def test_tree_and_signal_reach_one_process(server):
     _wait(lambda: server.ctl("out", "1").stdout.strip().isdigit())
     second = int(server.ctl("out", "1").stdout)
     shell = json.loads(server.ctl("--json", "show", "1").stdout)["os_pid"]
-    _wait(lambda: len(json.loads(server.ctl("tree", "1", "--json").stdout)) == 3)
+    # The three, each with its own command (a child just forked shows its parent's).
+    tree_commands = lambda: sorted(  # noqa: E731
+        t["command"] for t in json.loads(server.ctl("tree", "1", "--json").stdout)
+    )
+    _wait(lambda: tree_commands() == ["/bin/sh -c " + family, "sleep 600", "sleep 601"])
     rows = server.ctl("tree", "1").stdout.splitlines()
     assert rows[0].split() == ["PID", "PPID", "STATE", "CPU%", "MEM", "THREADS", "COMMAND"]
     assert rows[1].split()[0] == str(shell) and rows[1].endswith("sh -c " + family)

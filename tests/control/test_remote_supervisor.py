@@ -297,7 +297,7 @@ def test_tree_and_a_signal_to_one_of_it(opener: Opener) -> None:
             child = int(sup.read(p.id).lines[0].text)
             tree = await sup.tree(p.id)
             for _ in range(100):
-                if len(tree) == 2:
+                if len(tree) == 2 and tree[1].command == "sleep 600":  # exec'd
                     break
                 await asyncio.sleep(0.1)
                 tree = await sup.tree(p.id)

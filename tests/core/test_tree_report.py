@@ -41,11 +41,16 @@ async def _family(sup):
 
 
 async def _tree_has(sup, proc_id, pids):
-    """The tree once it lists ``pids`` (a new process shows within a scan's age)."""
+    """The tree once it lists ``pids`` (a new process shows within a scan's age),
+    each with its own command (a child just forked shows its parent's until it
+    execs)."""
     deadline = asyncio.get_running_loop().time() + 10
     while True:
         tree = await sup.tree(proc_id)
-        if set(pids) <= {t.os_pid for t in tree}:
+        shown = {t.os_pid: t.command for t in tree}
+        if set(pids) <= set(shown) and not any(
+            shown[pid] == shown.get(t.ppid) for pid in pids for t in tree if t.os_pid == pid
+        ):
             return tree
         assert asyncio.get_running_loop().time() < deadline, (pids, tree)
         await asyncio.sleep(0.2)
@@ -170,3 +175,38 @@ def test_a_bad_signal_is_refused_with_one_line(run, tmp_path, bad):
             await sup.kill(p.id)
 
     run(main())
+
+
+def test_a_process_that_execs_shows_its_new_command(run, tmp_path):
+    """An exec changes a process's command line, not its pid or its start."""
+    execs = py(
+        """
+        import os, sys
+        print("up", flush=True)
+        sys.stdin.readline()
+        os.execvp("sleep", ["sleep", "601"])
+        """
+    )
+
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            p = await sup.spawn(execs, session="s", agent="a", stdin=True)
+            await sup.wait_for(p.id, "up", timeout=10)
+            (before,) = await sup.tree(p.id)
+            assert before.command.startswith(sys.executable + " -c")
+            await sup.write(p.id, "go\n")
+            await until(lambda: state_of(p.os_pid) is not None and _comm(p.os_pid) == "sleep")
+            (after,) = await sup.tree(p.id)
+            assert (after.os_pid, after.started) == (before.os_pid, before.started)
+            assert after.command == "sleep 601"
+            await sup.kill(p.id)
+
+    run(main())
+
+
+def _comm(pid: int) -> str | None:
+    try:
+        with open(f"/proc/{pid}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None

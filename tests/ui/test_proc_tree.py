@@ -99,7 +99,8 @@ def test_the_tree_panel_lists_a_commands_processes_and_stops_one(
             for c in grandchild_row.findChildren(type(grandchild_row))
             if c.objectName() == "treeCommand"
         )
-        assert prop(command, "text") == "└ sleep 600"
+        # A child just forked shows its parent's command until it execs.
+        await until(lambda: prop(command, "text") == "└ sleep 600", what="its own command")
         summary = await item(window, "treeSummary")
         assert str(prop(summary, "text")).startswith(f"{tree.count} processes  ·  ")
 
