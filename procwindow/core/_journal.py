@@ -12,6 +12,7 @@ import math
 import operator
 import os
 from itertools import accumulate
+from typing import Any
 
 from ._disklog import CUT, DATA, EOF, MID, PLAIN, RECORD, STREAMS
 from ._output import LINE_MAX
@@ -154,20 +155,45 @@ class Journal:
         last = next((k for k in range(count - 1, -1, -1) if sane(k)), -1)
         cap = self.seq[last] if last >= 0 else 0
         keep: list[int] = []
-        seq, ends = 0, [0, 0]
+        # The bytes of data records lost before a stream's end: a data record
+        # made for them, by the index of that end's record.
+        lost: dict[int, tuple[int, int]] = {}
+        seq, ends, tails = 0, [0, 0], [0, 0]
         for k in range(count):
-            if sane(k) and seq <= self.seq[k] <= cap and self.end[k] >= ends[self.stream[k]]:
+            index = self.stream[k]
+            if sane(k) and seq <= self.seq[k] <= cap and self.end[k] >= ends[index]:
+                if self.kind[k] == EOF and self.end[k] > ends[index]:
+                    lost[k] = self._lost_data(index, ends[index], self.end[k], tails[index])
                 keep.append(k)
-                seq, ends[self.stream[k]] = self.seq[k], self.end[k]
+                seq, ends[index] = self.seq[k], self.end[k]
+                tails[index] = self.extra[k] if self.kind[k] == DATA else 0
         if len(keep) == count:
             return 0
         pairs = zip([-1, *keep], keep, strict=False)
-        after_gap = {i for i, (a, b) in enumerate(pairs) if b != a + 1}
-        for column in ("time", "seq", "end", "extra", "stream", "kind", "mid", "plain"):
-            values = getattr(self, column)
-            setattr(self, column, [values[k] for k in keep])
+        gaps = {b for a, b in pairs if b != a + 1}
+        columns = ("time", "seq", "end", "extra", "stream", "kind", "mid", "plain")
+        rows: list[tuple[Any, ...]] = []
+        after_gap: set[int] = set()
+        for k in keep:
+            if k in lost:  # the lost bytes, then the end
+                end, extra = lost[k]
+                after_gap.add(len(rows))
+                rows.append((self.time[k], self.seq[k], end, extra, self.stream[k], DATA, 0, 0))
+            if k in gaps:
+                after_gap.add(len(rows))
+            rows.append(tuple(getattr(self, c)[k] for c in columns))
+        for i, column in enumerate(columns):
+            setattr(self, column, [row[i] for row in rows])
         self._renumber(after_gap)
         return count - len(keep)
+
+    def _lost_data(self, index: int, start: int, end: int, tail: int) -> tuple[int, int]:
+        """A data record for the bytes ``start..end`` of stream ``index`` whose
+        records were lost (its end came through): its end, and the bytes of
+        its unfinished line (``tail`` of them before ``start``)."""
+        data = self.files[STREAMS[index]].read(start, end)
+        newline = data.rfind(b"\n")
+        return end, len(data) - newline - 1 if newline >= 0 else tail + len(data)
 
     def _all_sound(self, tags: list[int], sizes: list[int]) -> bool:
         """The common case, checked column by column at C speed: no record is damaged."""

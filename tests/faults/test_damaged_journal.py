@@ -91,6 +91,33 @@ def test_a_journal_overwritten_in_the_middle_reads_every_line(
     asyncio.run(main())
 
 
+def test_lines_whose_records_went_before_their_streams_end_still_read(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Damage up to the last records: each stream's end comes through, its last data
+    records do not. The lines between the last data record kept and the end are
+    read from the log all the same (they were lost: a CI run's journal once had
+    them so)."""
+    proc_id = _record(tmp_path)
+    journal = tmp_path / "logs" / f"{proc_id}.journal"
+    records = journal.stat().st_size // 40
+    with journal.open("r+b") as f:  # all but the first quarter and the last two (the ends)
+        f.seek(records // 4 * 40)
+        f.write(bytes((records - 2 - records // 4) * 40))
+
+    async def main() -> None:
+        async with Supervisor(log_dir=tmp_path / "logs", state_dir=tmp_path / "state") as sup:
+            with caplog.at_level(logging.WARNING, logger="procwindow"):
+                batch = sup.read(proc_id)
+            texts = [line.text for line in batch.lines]
+            assert [t for t in texts if t.startswith("line")] == OUT
+            assert [t for t in texts if t.startswith("err")] == ERR
+            assert [line.seq for line in batch.lines] == list(range(1, len(OUT) + len(ERR) + 1))
+            assert "damaged records skipped" in caplog.text
+
+    asyncio.run(main())
+
+
 def test_a_journal_of_garbage_still_gives_the_logs(tmp_path: Path) -> None:
     proc_id = _record(tmp_path)
     _damage(tmp_path / "logs" / f"{proc_id}.journal", "garbage")

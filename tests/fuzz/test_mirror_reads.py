@@ -35,7 +35,10 @@ def test_a_mirror_reads_as_the_supervisor_it_mirrors(tmp_path: Path) -> None:
                 await verbs._out_reply(conn, 1, p.id, mirror.end, None, 777, as_runs=True)
                 reply = json.loads(conn.data)["result"]
                 mirror.take(reply, runs_from_json(reply["lines"]))
-            assert len(mirror.runs) < mirror.count // 10  # held as runs, not a tuple a line
+            # Held as runs, not a tuple a line. How many lines a run holds depends on
+            # how the supervisor's reads of the two pipes fell (8 to 40 here, less
+            # under load): a tuple a line would be one each.
+            assert len(mirror.runs) < mirror.count // 3
             rnd = random.Random(4)
             for case in range(examples(400)):
                 if case == examples(400) // 2:  # the oldest lines let go: the rest reads the same
