@@ -153,6 +153,9 @@ def test_the_tree_outlives_its_leader_and_a_left_process_can_be_stopped(run, tmp
             await sup.wait(p.id)
             away = _pid(sup, p.id, "away")
             tree = await _tree_has(sup, p.id, [away])
+            while tree[0].command == "setsid sleep 602":  # not exec'd yet
+                await asyncio.sleep(0.05)
+                tree = await sup.tree(p.id)
             assert [(t.os_pid, t.depth, t.command) for t in tree] == [(away, 1, "sleep 602")]
             assert await sup.signal(p.id, 15, os_pid=away)
             await until(lambda: not alive(away), what="the left process gone")
