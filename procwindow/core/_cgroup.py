@@ -26,6 +26,8 @@ import os
 import re
 import time
 
+from . import _linux
+
 __all__ = ["Cgroups", "cgroup2_root"]
 
 log = logging.getLogger("procwindow")
@@ -95,12 +97,12 @@ def _children(pid: int) -> list[int]:
 
 
 def _exited(pid: int) -> bool:
-    """True if ``pid`` is a zombie or gone (or cannot be looked at)."""
+    """True if ``pid`` is a zombie or gone (or cannot be looked at, at the fd limit)."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            return f.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X")
-    except (OSError, IndexError):
+        info = _linux.stat_fields(pid)
+    except OSError:
         return True
+    return info is None or info.state in ("Z", "X")
 
 
 def _move_children(procs: str, pid: int, most: int) -> None:

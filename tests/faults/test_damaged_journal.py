@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from procwindow import Supervisor
+from procwindow import ReadBatch, Supervisor
 from procwindow.control import ControlServer
 
 from ..core.helpers import py, until
@@ -43,6 +43,16 @@ def _record(tmp_path: Path) -> int:
     return asyncio.run(main())
 
 
+def _every_line(batch: ReadBatch) -> list[str]:
+    """The texts of ``batch``, once it is checked to hold every line the child
+    wrote, each stream in its order, seqs one after another."""
+    texts = [line.text for line in batch.lines]
+    assert [t for t in texts if t.startswith("line")] == OUT
+    assert [t for t in texts if t.startswith("err")] == ERR
+    assert [line.seq for line in batch.lines] == list(range(1, len(OUT) + len(ERR) + 1))
+    return texts
+
+
 def _damage(journal: Path, how: str) -> None:
     size = journal.stat().st_size
     with journal.open("r+b") as f:
@@ -65,11 +75,7 @@ def test_a_journal_overwritten_in_the_middle_reads_every_line(
         async with Supervisor(log_dir=tmp_path / "logs", state_dir=tmp_path / "state") as sup:
             with caplog.at_level(logging.WARNING, logger="procwindow"):
                 batch = sup.read(proc_id)
-            texts = [line.text for line in batch.lines]
-            assert [t for t in texts if t.startswith("line")] == OUT
-            assert [t for t in texts if t.startswith("err")] == ERR
-            seqs = [line.seq for line in batch.lines]
-            assert seqs == list(range(1, len(OUT) + len(ERR) + 1))
+            texts = _every_line(batch)
             assert batch.dropped == 0
             assert "damaged records skipped" in caplog.text
             # Read by cursor, in small steps across the damage: the same lines.
@@ -109,10 +115,7 @@ def test_lines_whose_records_went_before_their_streams_end_still_read(
         async with Supervisor(log_dir=tmp_path / "logs", state_dir=tmp_path / "state") as sup:
             with caplog.at_level(logging.WARNING, logger="procwindow"):
                 batch = sup.read(proc_id)
-            texts = [line.text for line in batch.lines]
-            assert [t for t in texts if t.startswith("line")] == OUT
-            assert [t for t in texts if t.startswith("err")] == ERR
-            assert [line.seq for line in batch.lines] == list(range(1, len(OUT) + len(ERR) + 1))
+            _every_line(batch)
             assert "damaged records skipped" in caplog.text
 
     asyncio.run(main())
