@@ -26,6 +26,9 @@ __all__ = ["EXIT_HOLD", "FETCH_LINES", "MIRRORED_PROCS", "MIRROR_LINES"]
 MIRRORED_PROCS = 16
 #: Seconds an exit of a mirrored proc waits for its last lines before it is published.
 EXIT_HOLD = 0.25
+#: Lines in a reply that say a flood is being read as it comes: the next batch
+#: is asked for at once, not once an event announces it.
+BUSY_LINES = 1024
 #: After an exit, seconds between looks for the end of the output (a descendant
 #: may hold the pipes), then it is left to the next event.
 _EOF_POLLS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.0)
@@ -183,11 +186,14 @@ class _Reader:
                 continue
             if self.mirrors.get(m.id) is not m:
                 return
-            # A full reply: more is there already; go on without waiting for an event.
-            m.more = lines_count(reply.get("lines", ())) >= limit
+            got = lines_count(reply.get("lines", ()))
+            # A full reply: more is there already. A busy one (a flood read as it
+            # comes): more is likely there by now; either way, ask at once rather
+            # than wait for the events that say so, which lag behind a flood.
+            m.more = got >= limit or got >= BUSY_LINES
             runs = runs_from_json(reply.get("lines", ()))
             m.pace(runs)
-            if m.more:
+            if got >= limit:
                 cursor = int(reply.get("cursor", m.end))
                 task = calls.spawn_task(self._out(m, cursor, m.fetch), "procwindow ahead")
                 ahead.append((cursor, m.fetch, task))
