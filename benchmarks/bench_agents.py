@@ -34,8 +34,13 @@ socket by the asyncio client (a raw call). Reported, as medians of interleaved
 calls:
 
 - the overhead of MCP: ``read`` of a proc's last 200 lines through MCP vs one
-  raw ``out`` call for the same lines (ratio = MCP / raw; the tool also looks
-  the proc up, with ``get``, for its state and the session's rules);
+  raw ``out`` call for the same lines (ratio = MCP / raw; the tool's one ``out``
+  also brings the proc, for its state and the session's rules, and asks for the
+  lines in the run form, timed apart as well);
+- the SDK's floor: a server on the same SDK and stdio transport
+  (``_mcp_floor.py``) whose ``read`` returns a constant result of the same shape
+  and size, with the same output schema; what is left of the MCP call once the
+  floor and the socket call are taken away is procwindow's own part;
 - ``read`` with 1 to 4,000 procs in the server: the median at each count and
   its ratio to the one with a single proc (flat: about 1.0).
 """
@@ -161,26 +166,49 @@ async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
             args=["-m", "procwindow", "mcp", "--socket", path, "--session", "bench"],
             env=env,
         )
+        floor = StdioServerParameters(
+            command=sys.executable, args=[os.path.join(os.path.dirname(__file__), "_mcp_floor.py")]
+        )
         with open(os.devnull, "w") as errlog:
             async with (
                 stdio_client(params, errlog=errlog) as (read, write),
                 ClientSession(read, write) as session,
+                stdio_client(floor, errlog=errlog) as (floor_read, floor_write),
+                ClientSession(floor_read, floor_write) as floor_session,
             ):
                 await session.initialize()
+                await floor_session.initialize()
                 args = {"id": target["id"], "since": 4800, "limit": 200}
 
                 async def mcp_call() -> None:
                     result = await session.call_tool("read", args)
                     assert not result.is_error, result
 
+                async def floor_call() -> None:
+                    result = await floor_session.call_tool("read", args)
+                    assert not result.is_error, result
+
                 async def raw_call() -> None:
                     await raw.call("out", proc=target["id"], since=4800, limit=200)
 
-                ours, base = await _interleaved(mcp_call, raw_call, calls)
+                async def raw_runs() -> None:  # what the MCP tool asks for
+                    await raw.call("out", proc=target["id"], since=4800, limit=200, runs=True)
+
+                ours, sdk, base, runs = await _interleaved(
+                    [mcp_call, floor_call, raw_call, raw_runs], calls
+                )
                 print(f"read of 200 lines, medians of {calls} interleaved calls")
                 print(
                     f"  MCP {ours * 1000:.2f} ms, raw socket {base * 1000:.2f} ms,"
                     f" ratio {ours / base:.2f}x"
+                )
+                print(
+                    f"  the SDK's floor (the same result, constant, on the same SDK and"
+                    f" transport): {sdk * 1000:.2f} ms, {sdk / base:.2f}x the raw call"
+                )
+                print(
+                    f"  raw socket in the run form (what the tool asks for): {runs * 1000:.2f} ms;"
+                    f" procwindow's own part (MCP - floor - that): {(ours - sdk - runs) * 1000:.2f} ms"
                 )
                 print("read through MCP by the number of procs in the server")
                 started, first = 1, None
@@ -192,7 +220,7 @@ async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
                     if last is not None:  # every one reaped: only their number differs
                         await raw.call("wait", proc=last["id"])
                         await asyncio.sleep(2)
-                    median, _ = await _interleaved(mcp_call, None, calls)
+                    (median,) = await _interleaved([mcp_call], calls)
                     first = first or median
                     print(
                         f"  {count:6d} procs: {median * 1000:.2f} ms,"
@@ -204,17 +232,15 @@ async def _mcp_read_costs(calls: int, counts: list[int], tmp: str) -> None:
         await serve.wait()
 
 
-async def _interleaved(a, b, calls: int) -> tuple[float, float]:
-    """Median seconds of ``a()`` and ``b()`` (None: a alone), called in turn."""
-    times: tuple[list[float], list[float]] = ([], [])
+async def _interleaved(fns, calls: int) -> list[float]:
+    """Median seconds of each of ``fns``, called in turn ``calls`` times."""
+    times: list[list[float]] = [[] for _ in fns]
     for _ in range(calls):
-        for which, fn in enumerate((a, b)):
-            if fn is None:
-                continue
+        for spent, fn in zip(times, fns, strict=True):
             t0 = time.perf_counter()
             await fn()
-            times[which].append(time.perf_counter() - t0)
-    return statistics.median(times[0]), statistics.median(times[1]) if times[1] else 0.0
+            spent.append(time.perf_counter() - t0)
+    return [statistics.median(t) for t in times]
 
 
 def main() -> int:

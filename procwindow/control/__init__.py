@@ -11,7 +11,13 @@ from .._lazy import exports
 
 if TYPE_CHECKING:
     from ._links import parse_target
-    from ._protocol import MAX_REQUEST, PROTOCOL_VERSION, WRITE_CHUNK, ProtocolError
+    from ._protocol import (
+        MAX_REQUEST,
+        PROTOCOL_VERSION,
+        WRITE_CHUNK,
+        ProtocolError,
+        lines_count,
+    )
     from ._sockdir import (
         DEFAULT_SERVER_NAME,
         SocketDirError,
@@ -40,6 +46,7 @@ __all__ = [
     "WorkspaceError",
     "check_name",
     "default_socket_path",
+    "lines_count",
     "load_workspace",
     "parse_target",
     "socket_dir",

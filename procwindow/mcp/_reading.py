@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
+from ..control import lines_count
 from ..control.aclient import AsyncClient
 from ._backend import tool_client
 from ._text import (
@@ -103,16 +104,18 @@ class Reading(Toolbox):
                 limit=limit,
                 stream=args["stream"],
                 partial=True,
+                runs=True,
                 with_proc=True,
             )
             info = out["proc"]
             self.policy.check_proc("read", info)  # before anything of it is shown
         lines = out.get("lines") or []
+        count = lines_count(lines)
         text, shown, last = format_lines(lines)
-        left = len(lines) - shown
+        left = count - shown
         result: dict[str, Any] = {"id": proc_id, "text": text, "lines": shown}
         result["cursor"] = out.get("cursor", since) if left == 0 else last
-        result["more"] = left > 0 or (not out.get("eof", False) and len(lines) >= limit)
+        result["more"] = left > 0 or (not out.get("eof", False) and count >= limit)
         result["eof"] = bool(out.get("eof")) and left == 0
         if left:
             result["note"] = (

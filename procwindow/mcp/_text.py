@@ -46,11 +46,10 @@ def clip(text: str, limit: int) -> tuple[str, int]:
     return kept, len(data) - byte_size(kept)
 
 
-def format_lines(
-    lines: list[dict[str, Any]], budget: int = TEXT_CAP
-) -> tuple[str, int, int | None]:
-    """Output lines as text within ``budget`` bytes: ``(text, lines shown, seq of
-    the last one shown)``.
+def format_lines(elements: list[Any], budget: int = TEXT_CAP) -> tuple[str, int, int | None]:
+    """The lines of an ``out`` reply asked for with ``runs`` (its ``lines``: runs
+    ``[first, stream, time, [texts]]`` and line objects) as text within ``budget``
+    bytes: ``(text, lines shown, seq of the last one shown)``.
 
     Stderr lines start with ``[stderr] ``, unterminated ones (a prompt, a
     progress bar) with ``[partial] ``; lines missing before a line (cut by the
@@ -59,32 +58,52 @@ def format_lines(
     moves on.
     """
     parts: list[str] = []
-    used = 0
+    used = shown = 0
     last: int | None = None
-    for line in lines:
-        entry = str(line.get("text", ""))
-        if line.get("stream") == "stderr":
-            entry = "[stderr] " + entry
-        partial = line.get("partial")
-        if partial:
-            entry = "[partial] " + entry
-        cut = line.get("cut")
-        if cut:
-            entry = f"[… {cut} lines missing …]\n{entry}"
-        size = (len(entry) if entry.isascii() else byte_size(entry)) + 1
-        if used + size > budget:
-            if parts:
-                break
-            entry, lost = clip(entry, budget - 64)
-            entry += f" [… {lost} more bytes of this line]"
-            size = byte_size(entry) + 1
-        parts.append(entry)
-        used += size
-        seq = line.get("seq")
-        # An unterminated line comes again, complete: the cursor stays before it.
-        last = seq - 1 if partial and isinstance(seq, int) else seq
-    shown = len(parts)
+    for element in elements:
+        if type(element) is list:
+            first, stream, _, texts = element
+            if stream == "stderr":
+                texts = ["[stderr] " + text for text in texts]
+            whole = "\n".join(texts)
+            size = (len(whole) if whole.isascii() else byte_size(whole)) + 1
+            if used + size <= budget:  # the whole run fits: no line by line
+                parts.append(whole)
+                used += size
+                shown += len(texts)
+                last = first + len(texts) - 1
+                continue
+            entries = [(text, first + i, False) for i, text in enumerate(texts)]
+        else:
+            entries = [_entry(element)]
+        for entry, seq, partial in entries:
+            size = (len(entry) if entry.isascii() else byte_size(entry)) + 1
+            if used + size > budget:
+                if parts:
+                    return "\n".join(parts), shown, last
+                entry, lost = clip(entry, budget - 64)
+                entry += f" [… {lost} more bytes of this line]"
+                size = byte_size(entry) + 1
+            parts.append(entry)
+            used += size
+            shown += 1
+            # An unterminated line comes again, complete: the cursor stays before it.
+            last = seq - 1 if partial and isinstance(seq, int) else seq
     return "\n".join(parts), shown, last
+
+
+def _entry(line: dict[str, Any]) -> tuple[str, Any, bool]:
+    """A line object as its text, its seq and whether it is unterminated."""
+    entry = str(line.get("text", ""))
+    if line.get("stream") == "stderr":
+        entry = "[stderr] " + entry
+    partial = bool(line.get("partial"))
+    if partial:
+        entry = "[partial] " + entry
+    cut = line.get("cut")
+    if cut:
+        entry = f"[… {cut} lines missing …]\n{entry}"
+    return entry, line.get("seq"), partial
 
 
 def clip_field(result: dict[str, Any], key: str, limit: int = TEXT_CAP) -> None:
