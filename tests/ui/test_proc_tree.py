@@ -49,7 +49,7 @@ def _state_in(tree: object, os_pid: int) -> str | None:
     for r in range(tree.rowCount()):  # type: ignore[attr-defined]
         index = tree.index(r, 0)  # type: ignore[attr-defined]
         if tree.data(index, TreeRole.OS_PID) == os_pid:  # type: ignore[attr-defined]
-            return str(tree.data(index, TreeRole.STATE))  # type: ignore[attr-defined]
+            return str(tree.data(index, TreeRole.STATE_TEXT))  # type: ignore[attr-defined]
     return None
 
 

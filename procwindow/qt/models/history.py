@@ -30,7 +30,7 @@ from .._support import (
     stored_property,
 )
 from .format import status_color, status_text
-from .roles import DISPLAY, ROOT, ModelIndex
+from .roles import DISPLAY, ROOT, ModelIndex, role_names
 
 __all__ = ["DEFAULT_HISTORY_LIMIT", "POLL_MS", "HistoryModel", "HistoryRole", "when_text"]
 
@@ -64,22 +64,7 @@ class HistoryRole(enum.IntEnum):
     LINES_TEXT = enum.auto()
 
 
-_ROLE_NAMES: dict[int, QByteArray] = {
-    HistoryRole.PROC_ID: QByteArray(b"procId"),
-    HistoryRole.COMMAND: QByteArray(b"command"),
-    HistoryRole.TOOL: QByteArray(b"tool"),
-    HistoryRole.SESSION: QByteArray(b"session"),
-    HistoryRole.AGENT: QByteArray(b"agent"),
-    HistoryRole.STATUS_TEXT: QByteArray(b"statusText"),
-    HistoryRole.STATUS_COLOR: QByteArray(b"statusColor"),
-    HistoryRole.WHEN_TEXT: QByteArray(b"whenText"),
-    HistoryRole.RUNTIME_TEXT: QByteArray(b"runtimeText"),
-    HistoryRole.LINES: QByteArray(b"lines"),
-    HistoryRole.LIVE: QByteArray(b"live"),
-    HistoryRole.RUNNING: QByteArray(b"running"),
-    HistoryRole.LINES_TEXT: QByteArray(b"linesText"),
-    Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
-}
+_ROLE_NAMES = role_names(HistoryRole, tooltip=True)
 #: What the empty list says, by ``available``.
 _EMPTY_TEXTS = {
     True: "No runs recorded for this scope",

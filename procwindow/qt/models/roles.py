@@ -3,8 +3,8 @@
 The process table's columns are defined without Qt in ``columns`` (its rows
 are kept without Qt) and re-exported here.
 
-Roles are ``IntEnum`` members from ``Qt.UserRole + 1``; QML sees them by the
-camelCase names in each ``*_ROLE_NAMES`` table (a model's ``roleNames()``).
+Roles are ``IntEnum`` members from ``Qt.UserRole + 1``; QML sees them by their
+names in camelCase (:func:`role_names`, a model's ``roleNames()``).
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ __all__ = [
     "ProcColumn",
     "ProcRole",
     "SessionRole",
+    "role_names",
 ]
 
 ModelIndex = QModelIndex | QPersistentModelIndex
@@ -45,6 +46,23 @@ ROOT = QModelIndex()
 DISPLAY = int(Qt.ItemDataRole.DisplayRole)
 TOOLTIP = int(Qt.ItemDataRole.ToolTipRole)
 _USER = int(Qt.ItemDataRole.UserRole)
+
+
+def role_names(
+    roles: type[enum.IntEnum], *, display: bool = False, tooltip: bool = False
+) -> dict[int, QByteArray]:
+    """A model's ``roleNames()``: each role by its member's name in camelCase
+    (``STATUS_TEXT`` is ``statusText`` in QML), with Qt's ``display`` and
+    ``toolTip`` where the model gives them."""
+    names = {int(r): _camel(r.name) for r in roles}
+    names |= {DISPLAY: "display"} if display else {}
+    names |= {TOOLTIP: "toolTip"} if tooltip else {}
+    return {role: QByteArray(name.encode()) for role, name in names.items()}
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.lower().split("_")
+    return first + "".join(word.capitalize() for word in rest)
 
 
 # -- ProcModel -------------------------------------------------------------------
@@ -93,48 +111,7 @@ class ProcRole(enum.IntEnum):
     RUN_TEXT = enum.auto()
 
 
-PROC_ROLE_NAMES: dict[int, QByteArray] = {
-    DISPLAY: QByteArray(b"display"),
-    TOOLTIP: QByteArray(b"toolTip"),
-    ProcRole.PROC_ID: QByteArray(b"procId"),
-    ProcRole.OS_PID: QByteArray(b"osPid"),
-    ProcRole.TOOL: QByteArray(b"tool"),
-    ProcRole.COMMAND: QByteArray(b"command"),
-    ProcRole.STATUS: QByteArray(b"status"),
-    ProcRole.EXIT_CODE: QByteArray(b"exitCode"),
-    ProcRole.EXIT_REASON: QByteArray(b"exitReason"),
-    ProcRole.START_TIME: QByteArray(b"startTime"),
-    ProcRole.RUNTIME_TEXT: QByteArray(b"runtimeText"),
-    ProcRole.CAN_TERM: QByteArray(b"canTerm"),
-    ProcRole.CAN_KILL: QByteArray(b"canKill"),
-    ProcRole.CAN_DISMISS: QByteArray(b"canDismiss"),
-    ProcRole.CAN_RESTART: QByteArray(b"canRestart"),
-    ProcRole.SESSION: QByteArray(b"session"),
-    ProcRole.AGENT: QByteArray(b"agent"),
-    ProcRole.STATUS_COLOR: QByteArray(b"statusColor"),
-    ProcRole.STATUS_TEXT: QByteArray(b"statusText"),
-    ProcRole.RUNTIME: QByteArray(b"runtime"),
-    ProcRole.START_TEXT: QByteArray(b"startText"),
-    ProcRole.COLUMN_NAME: QByteArray(b"columnName"),
-    ProcRole.CPU_PERCENT: QByteArray(b"cpuPercent"),
-    ProcRole.CPU_TEXT: QByteArray(b"cpuText"),
-    ProcRole.CPU_HISTORY: QByteArray(b"cpuHistory"),
-    ProcRole.MEMORY: QByteArray(b"memory"),
-    ProcRole.MEMORY_TEXT: QByteArray(b"memoryText"),
-    ProcRole.MEMORY_HISTORY: QByteArray(b"memoryHistory"),
-    ProcRole.STATS_LIVE: QByteArray(b"statsLive"),
-    ProcRole.SAMPLES: QByteArray(b"samples"),
-    ProcRole.PHASE_TEXT: QByteArray(b"phaseText"),
-    ProcRole.WORKSPACE_TIP: QByteArray(b"workspaceTip"),
-    ProcRole.STATUS_LABEL: QByteArray(b"statusLabel"),
-    ProcRole.STATUS_TIP: QByteArray(b"statusTip"),
-    ProcRole.STATUS_TINT: QByteArray(b"statusTint"),
-    ProcRole.COMMAND_NAME: QByteArray(b"commandName"),
-    ProcRole.RESTART_COUNT: QByteArray(b"restartCount"),
-    ProcRole.RUNS_SHOWN: QByteArray(b"runsShown"),
-    ProcRole.EARLIER_RUN: QByteArray(b"earlierRun"),
-    ProcRole.RUN_TEXT: QByteArray(b"runText"),
-}
+PROC_ROLE_NAMES = role_names(ProcRole, display=True, tooltip=True)
 
 
 #: Roles that change when a proc changes state (stopping, exited).
@@ -202,19 +179,7 @@ class OutputRole(enum.IntEnum):
     SHOWN_FORMAT = enum.auto()
 
 
-OUTPUT_ROLE_NAMES: dict[int, QByteArray] = {
-    DISPLAY: QByteArray(b"display"),
-    OutputRole.SEQ: QByteArray(b"seq"),
-    OutputRole.STREAM: QByteArray(b"stream"),
-    OutputRole.IS_STDERR: QByteArray(b"isStderr"),
-    OutputRole.TIME: QByteArray(b"time"),
-    OutputRole.TIME_TEXT: QByteArray(b"timeText"),
-    OutputRole.TEXT: QByteArray(b"text"),
-    OutputRole.STYLED: QByteArray(b"styled"),
-    OutputRole.SPLIT: QByteArray(b"split"),
-    OutputRole.SHOWN: QByteArray(b"shown"),
-    OutputRole.SHOWN_FORMAT: QByteArray(b"shownFormat"),
-}
+OUTPUT_ROLE_NAMES = role_names(OutputRole, display=True)
 
 
 # -- SessionModel ----------------------------------------------------------------
@@ -235,20 +200,7 @@ class SessionRole(enum.IntEnum):
     COUNT_TEXT = enum.auto()
 
 
-SESSION_ROLE_NAMES: dict[int, QByteArray] = {
-    DISPLAY: QByteArray(b"display"),
-    TOOLTIP: QByteArray(b"toolTip"),
-    SessionRole.NAME: QByteArray(b"name"),
-    SessionRole.KIND: QByteArray(b"kind"),
-    SessionRole.SESSION: QByteArray(b"session"),
-    SessionRole.AGENT: QByteArray(b"agent"),
-    SessionRole.RUNNING: QByteArray(b"running"),
-    SessionRole.TOTAL: QByteArray(b"total"),
-    SessionRole.LABEL: QByteArray(b"label"),
-    SessionRole.HOST: QByteArray(b"host"),
-    SessionRole.CONNECTED: QByteArray(b"connected"),
-    SessionRole.COUNT_TEXT: QByteArray(b"countText"),
-}
+SESSION_ROLE_NAMES = role_names(SessionRole, display=True, tooltip=True)
 
 #: Roles that change with a node's counts.
 COUNT_ROLES = [

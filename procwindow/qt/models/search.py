@@ -34,7 +34,7 @@ from .._support import (
     stored_property,
 )
 from .format import time_text
-from .roles import DISPLAY, ROOT, ModelIndex
+from .roles import DISPLAY, ROOT, ModelIndex, role_names
 
 __all__ = ["FLUSH_MS", "MAX_HITS", "SearchModel", "SearchRole", "SearchSource"]
 
@@ -72,23 +72,7 @@ class SearchRole(enum.IntEnum):
     HOST_LABEL = enum.auto()
 
 
-_ROLE_NAMES: dict[int, QByteArray] = {
-    SearchRole.PROC_ID: QByteArray(b"procId"),
-    SearchRole.SEQ: QByteArray(b"seq"),
-    SearchRole.SESSION: QByteArray(b"session"),
-    SearchRole.AGENT: QByteArray(b"agent"),
-    SearchRole.COMMAND: QByteArray(b"command"),
-    SearchRole.TEXT: QByteArray(b"text"),
-    SearchRole.TIME_TEXT: QByteArray(b"timeText"),
-    SearchRole.STREAM: QByteArray(b"stream"),
-    SearchRole.FIRST_OF_PROC: QByteArray(b"firstOfProc"),
-    SearchRole.RUN_TITLE: QByteArray(b"runTitle"),
-    SearchRole.SCOPE_TEXT: QByteArray(b"scopeText"),
-    SearchRole.IS_STDERR: QByteArray(b"isStderr"),
-    SearchRole.HOST: QByteArray(b"host"),
-    SearchRole.HOST_LABEL: QByteArray(b"hostLabel"),
-    Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
-}
+_ROLE_NAMES = role_names(SearchRole, tooltip=True)
 #: What the line under the field says before any search.
 _HINT = "Enter searches the live processes and the history, newest runs first"
 

@@ -41,7 +41,7 @@ from .._support import (
     resolve_supervisor,
     stored_property,
 )
-from .roles import DISPLAY, ROOT, ModelIndex
+from .roles import DISPLAY, ROOT, ModelIndex, role_names
 
 __all__ = ["TREE_POLL_MS", "ProcTreeModel", "TreeRole"]
 
@@ -64,7 +64,7 @@ class TreeRole(enum.IntEnum):
     OS_PID = int(Qt.ItemDataRole.UserRole) + 1
     PPID = enum.auto()
     DEPTH = enum.auto()
-    STATE = enum.auto()
+    STATE_TEXT = enum.auto()
     COMMAND = enum.auto()
     CPU = enum.auto()
     CPU_TEXT = enum.auto()
@@ -74,20 +74,7 @@ class TreeRole(enum.IntEnum):
     STOPPED = enum.auto()
 
 
-_ROLE_NAMES: dict[int, QByteArray] = {
-    TreeRole.OS_PID: QByteArray(b"osPid"),
-    TreeRole.PPID: QByteArray(b"ppid"),
-    TreeRole.DEPTH: QByteArray(b"depth"),
-    TreeRole.STATE: QByteArray(b"stateText"),
-    TreeRole.COMMAND: QByteArray(b"command"),
-    TreeRole.CPU: QByteArray(b"cpu"),
-    TreeRole.CPU_TEXT: QByteArray(b"cpuText"),
-    TreeRole.MEM_TEXT: QByteArray(b"memText"),
-    TreeRole.THREADS: QByteArray(b"threads"),
-    TreeRole.LEADER: QByteArray(b"leader"),
-    TreeRole.STOPPED: QByteArray(b"stopped"),
-    Qt.ItemDataRole.ToolTipRole: QByteArray(b"toolTip"),
-}
+_ROLE_NAMES = role_names(TreeRole, tooltip=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +90,7 @@ class _Row:
                 return m.ppid
             case TreeRole.DEPTH:
                 return m.depth
-            case TreeRole.STATE:
+            case TreeRole.STATE_TEXT:
                 return m.state
             case Qt.ItemDataRole.DisplayRole | TreeRole.COMMAND:
                 return escape_controls(m.command)
