@@ -29,6 +29,7 @@ from .._support import (
     set_stored,
     stored_property,
 )
+from ._keyed import sync_rows
 from .format import status_color, status_text
 from .roles import DISPLAY, ROOT, ModelIndex, role_names
 
@@ -303,38 +304,10 @@ class HistoryModel(QAbstractListModel):
     # -- updating rows in place ------------------------------------------------------
 
     def _set_rows(self, rows: list[_Row]) -> None:
-        old = self._rows
-        if [r.proc_id for r in rows] == [r.proc_id for r in old]:
-            self._rows = rows
-            changed = [i for i, (a, b) in enumerate(zip(old, rows, strict=True)) if a != b]
-            if changed:
-                self.dataChanged.emit(self.index(changed[0]), self.index(changed[-1]))
-            return
-        new_ids = {r.proc_id for r in rows}
-        kept = [r.proc_id for r in old if r.proc_id in new_ids]
-        old_ids = set(kept)
-        if kept != [r.proc_id for r in rows if r.proc_id in old_ids]:
-            self.beginResetModel()  # the order changed: start again
-            self._rows = rows
-            self.endResetModel()
+        count = len(self._rows)
+        sync_rows(self, self._rows, rows, _id_of)
+        if len(self._rows) != count:
             self.countChanged.emit()
-            return
-        # Rows that went, last first; then the new ones at their places.
-        for row in range(len(old) - 1, -1, -1):
-            if old[row].proc_id not in new_ids:
-                self.beginRemoveRows(ROOT, row, row)
-                del self._rows[row]
-                self.endRemoveRows()
-        for row, item in enumerate(rows):
-            if item.proc_id not in old_ids:
-                self.beginInsertRows(ROOT, row, row)
-                self._rows.insert(row, item)
-                self.endInsertRows()
-        changed = [i for i, (a, b) in enumerate(zip(self._rows, rows, strict=True)) if a != b]
-        self._rows = rows
-        if changed:
-            self.dataChanged.emit(self.index(changed[0]), self.index(changed[-1]))
-        self.countChanged.emit()
 
     # -- Qt model interface ------------------------------------------------------
 
@@ -348,3 +321,7 @@ class HistoryModel(QAbstractListModel):
         if not index.isValid() or not 0 <= index.row() < len(self._rows):
             return empty_data(role)
         return self._rows[index.row()].value(role)
+
+
+def _id_of(row: _Row) -> int:
+    return row.proc_id

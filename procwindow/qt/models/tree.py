@@ -41,6 +41,7 @@ from .._support import (
     resolve_supervisor,
     stored_property,
 )
+from ._keyed import sync_rows
 from .roles import DISPLAY, ROOT, ModelIndex, role_names
 
 __all__ = ["TREE_POLL_MS", "ProcTreeModel", "TreeRole"]
@@ -264,39 +265,11 @@ class ProcTreeModel(QAbstractListModel):
     def _set_rows(self, rows: list[_Row]) -> None:
         """Show ``rows``: a process that stays keeps its row (its figures change in
         place), one gone is removed, one new is inserted where the tree has it."""
-        old_count = len(self._rows)
-        want = [r.member.os_pid for r in rows]
-        wanted = set(want)
-        # Rows of processes that are gone, or whose place in the order changed.
-        cur = [r.member.os_pid for r in self._rows]
-        keep = _common_order(cur, want)
-        for i in range(len(cur) - 1, -1, -1):
-            if cur[i] not in keep or cur[i] not in wanted:
-                self.beginRemoveRows(ROOT, i, i)
-                del self._rows[i]
-                self.endRemoveRows()
-        for i, row in enumerate(rows):
-            if i < len(self._rows) and self._rows[i].member.os_pid == row.member.os_pid:
-                if self._rows[i] != row:
-                    self._rows[i] = row
-                    self.dataChanged.emit(self.index(i), self.index(i))
-                continue
-            self.beginInsertRows(ROOT, i, i)
-            self._rows.insert(i, row)
-            self.endInsertRows()
-        if len(self._rows) != old_count:
+        count = len(self._rows)
+        sync_rows(self, self._rows, rows, _pid_of)
+        if len(self._rows) != count:
             self.countChanged.emit()
 
 
-def _common_order(old: list[int], new: list[int]) -> set[int]:
-    """The pids of ``old`` that can stay where they are: the longest run of them
-    that ``new`` has in the same order (greedy: trees change little between reads)."""
-    at = {pid: i for i, pid in enumerate(new)}
-    kept: set[int] = set()
-    last = -1
-    for pid in old:
-        pos = at.get(pid)
-        if pos is not None and pos > last:
-            kept.add(pid)
-            last = pos
-    return kept
+def _pid_of(row: _Row) -> int:
+    return row.member.os_pid
