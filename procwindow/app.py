@@ -32,9 +32,9 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import qasync
 from PySide6.QtCore import QCoreApplication
@@ -195,6 +195,14 @@ def run_app(
     window's own supervisor (names, socket paths, ``ssh://`` URLs), each
     reached in the background.
     """
+    return _on_qt_loop(
+        _run(list(command) if command else None, workspace, socket_path, notify, attach)
+    )
+
+
+def _on_qt_loop(main: Coroutine[Any, Any, int]) -> int:
+    """Run ``main`` on a qasync loop over the QApplication (made here if there is
+    none), set up as the window's; its result is the exit status."""
     app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
     assert isinstance(app, QApplication), "qasync needs a QApplication"
     app.setApplicationName("procwindow")
@@ -206,11 +214,7 @@ def run_app(
     loop = qasync.QEventLoop(app)
     asyncio.set_event_loop(loop)
     try:
-        return int(
-            loop.run_until_complete(
-                _run(list(command) if command else None, workspace, socket_path, notify, attach)
-            )
-        )
+        return int(loop.run_until_complete(main))
     finally:
         loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()
@@ -339,25 +343,7 @@ def run_attach(
     line on stderr; exit status 3 when none can be."""
     if targets is None or isinstance(targets, str):
         targets = [targets or ""]
-    app = QApplication.instance() or QApplication([sys.argv[0] if sys.argv else "procwindow"])
-    assert isinstance(app, QApplication), "qasync needs a QApplication"
-    app.setApplicationName("procwindow")
-    app.setDesktopFileName("procwindow")
-    app.setWindowIcon(QIcon(str(resources_dir() / "icons" / "processes.svg")))
-    app.setQuitOnLastWindowClosed(False)
-    ensure_style()
-    loop = qasync.QEventLoop(app)
-    asyncio.set_event_loop(loop)
-    try:
-        return int(
-            loop.run_until_complete(
-                _attach(list(targets) or [""], ssh_command, remote_procwindow, notify)
-            )
-        )
-    finally:
-        loop.run_until_complete(loop.shutdown_asyncgens())
-        loop.close()
-        asyncio.set_event_loop(None)
+    return _on_qt_loop(_attach(list(targets) or [""], ssh_command, remote_procwindow, notify))
 
 
 async def _attach(
