@@ -16,7 +16,7 @@ import time
 import psutil
 import pytest
 
-from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY
+from ..core.helpers import IGNORES_TERM, IGNORES_TERM_READY, alive
 from .conftest import ROOT, start_server, stop_server
 
 
@@ -195,7 +195,7 @@ def test_tree_and_signal_reach_one_process(server):
 
     sent = server.ctl("signal", "1", "term", "--pid", str(second))
     assert sent.stdout == f"1: SIGTERM sent to pid {second}\n"
-    _wait(lambda: not psutil.pid_exists(second) or psutil.Process(second).status() == "zombie")
+    _wait(lambda: not alive(second))
     assert json.loads(server.ctl("--json", "show", "1").stdout)["state"] == "running"
     stranger = server.ctl("signal", "1", "KILL", "--pid", str(os.getpid()), check=False)
     assert (stranger.returncode, stranger.stdout) == (

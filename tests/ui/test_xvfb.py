@@ -28,6 +28,8 @@ import psutil
 import pytest
 from PySide6.QtGui import QImage
 
+from tests.core.helpers import alive
+
 from .helpers import SCREENSHOTS, image_stats
 
 pytestmark = [
@@ -166,7 +168,7 @@ def test_demo_under_xvfb_right_click_processes_kill(tmp_path: Path) -> None:
             # Session view, newest first: server (row 0, started once the build was
             # ready), test (row 1), build (row 2).
             click(display, procs, width - KILL_FROM_RIGHT, TABLE_ROW_Y + 2 * ROW_HEIGHT)
-            wait_for(lambda: not build.is_running() or build.status() == "zombie", 10, "kill")
+            wait_for(lambda: not alive(build.pid), 10, "kill")
             assert demo_children(process, "server"), "only the build's row was meant"
 
             # Screenshots: the app's own (SIGUSR1), and the whole screen if ImageMagick is here.
@@ -192,8 +194,8 @@ def test_demo_under_xvfb_right_click_processes_kill(tmp_path: Path) -> None:
             children = process.children(recursive=True)
             app.terminate()
             assert app.wait(30) == 0
-            _, alive = psutil.wait_procs(children, timeout=5)
-            assert not alive, f"left running: {alive}"
+            _, left = psutil.wait_procs(children, timeout=5)
+            assert not left, f"left running: {left}"
         finally:
             if app.poll() is None:
                 app.kill()
