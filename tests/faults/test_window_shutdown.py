@@ -14,6 +14,7 @@ import pytest
 
 from procwindow.control import default_socket_path
 
+from ..core.helpers import alive
 from ..tiers import scaled
 from ..ui.test_app import launch
 
@@ -72,7 +73,7 @@ def test_sigterm_with_an_events_client_exits_0_within_the_grace(tmp_path, client
         assert app.returncode == 0, err
         assert "Traceback" not in err and "CancelledError" not in err, err
         assert took < 5.0 + MARGIN
-        assert not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE
+        assert not alive(sleeper.pid)
     finally:
         if sock is not None:
             sock.close()

@@ -14,6 +14,7 @@ import pytest
 
 from procwindow import cli
 from procwindow.demo import DEMO_JOBS, DEMO_SCOPES, job_argv
+from tests.core.helpers import alive
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -64,7 +65,7 @@ def test_command_runs_in_default_main_and_a_signal_quits_cleanly(
         assert app.returncode == 0, err
         assert "Traceback" not in err, err
         # The supervisor terminated what it ran before the program ended.
-        assert not sleeper.is_running() or sleeper.status() == psutil.STATUS_ZOMBIE
+        assert not alive(sleeper.pid)
     finally:
         if app.poll() is None:
             app.kill()
