@@ -198,7 +198,12 @@ def test_a_process_that_execs_shows_its_new_command(run, tmp_path):
             (before,) = await sup.tree(p.id)
             assert before.command.startswith(sys.executable + " -c")
             await sup.write(p.id, "go\n")
-            await until(lambda: state_of(p.os_pid) is not None and _comm(p.os_pid) == "sleep")
+            # The new command line, not only the new name: the kernel names the
+            # process before its exec has set the arguments (meanwhile it shows
+            # "[sleep]", as ps does).
+            await until(
+                lambda: state_of(p.os_pid) is not None and _cmdline(p.os_pid) == "sleep 601"
+            )
             (after,) = await sup.tree(p.id)
             assert (after.os_pid, after.started) == (before.os_pid, before.started)
             assert after.command == "sleep 601"
@@ -207,9 +212,9 @@ def test_a_process_that_execs_shows_its_new_command(run, tmp_path):
     run(main())
 
 
-def _comm(pid: int) -> str | None:
+def _cmdline(pid: int) -> str | None:
     try:
-        with open(f"/proc/{pid}/comm") as f:
-            return f.read().strip()
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().rstrip(b"\0").replace(b"\0", b" ").decode()
     except OSError:
         return None
