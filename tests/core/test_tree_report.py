@@ -36,7 +36,12 @@ def _pid(sup, proc_id, word):
 
 async def _family(sup):
     p = await sup.spawn(py(FAMILY), session="s", agent="a", stdin=True)
-    await until(lambda: all(_pid(sup, p.id, w) for w in ("busy", "kid", "away", "grandchild")))
+    words = ("busy", "kid", "away", "grandchild")
+    try:  # five processes start here: on a loaded machine that is slow
+        await until(lambda: all(_pid(sup, p.id, w) for w in words), timeout=30)
+    except AssertionError:
+        said = [line.text for line in sup.read(p.id).lines]
+        raise AssertionError(f"not every pid printed: {said} ({sup.get(p.id).state})") from None
     return p, {w: _pid(sup, p.id, w) for w in ("busy", "kid", "away", "grandchild")}
 
 
