@@ -62,6 +62,17 @@ def printed(sup: SupervisorAPI, qrun: QRun, count: int = LINES) -> Proc:
     return qrun(go())
 
 
+def pane_at_tail(sup: Supervisor, qrun: QRun, panes: list[Pane], count: int) -> Pane:
+    """A pane (holding MAX) on a proc that printed ``count`` lines, at their tail."""
+    p = printed(sup, qrun, count=count)
+    pane = Pane(sup, "s", "a")
+    panes.append(pane)
+    out = pane.output
+    out.maxLines = MAX
+    qrun(until(lambda: out.procId == p.id and out.lineCount == MAX, what="the tail"))
+    return pane
+
+
 def seqs(model: OutputModel) -> list[int]:
     return [model.data(model.index(r), OutputRole.SEQ) for r in range(model.rowCount())]
 
@@ -196,12 +207,8 @@ def test_a_filter_set_before_applies_to_the_lines_read_back(
 def test_the_pane_says_what_is_left_and_the_selection_stays_on_its_lines(
     small_ring: Supervisor, qrun: QRun, panes: list[Pane]
 ) -> None:
-    p = printed(small_ring, qrun, count=3 * MAX)
-    pane = Pane(small_ring, "s", "a")
-    panes.append(pane)
+    pane = pane_at_tail(small_ring, qrun, panes, 3 * MAX)
     w, out = pane.model, pane.output
-    out.maxLines = MAX
-    qrun(until(lambda: out.procId == p.id and out.lineCount == MAX, what="the tail"))
     assert w.earlierText == f"{2 * MAX:,} earlier lines are not shown here — in the log:"
     assert w.pane.loadEarlierText == "Show earlier"
     w.pressLine(0, False)  # stops following: the rows hold still
@@ -225,12 +232,8 @@ def test_a_selection_among_the_newest_lines_goes_with_them(
 ) -> None:
     """Read back past 2 x maxLines, the newest lines go: the selected ones that went
     are no longer selected, and the footer and a copy count only those still there."""
-    p = printed(small_ring, qrun, count=4 * MAX)
-    pane = Pane(small_ring, "s", "a")
-    panes.append(pane)
+    pane = pane_at_tail(small_ring, qrun, panes, 4 * MAX)
     w, out = pane.model, pane.output
-    out.maxLines = MAX
-    qrun(until(lambda: out.procId == p.id and out.lineCount == MAX, what="the tail"))
     w.pressLine(MAX // 2, False)
     w.pressLine(MAX - 1, True)  # the newest half
     assert w.pane.selectedText == f"{MAX // 2} selected"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import qasync
-from PySide6.QtCore import QPointF, Qt
-from PySide6.QtQuick import QQuickItem
+from PySide6.QtCore import QObject, QPointF, Qt
+from PySide6.QtQuick import QQuickItem, QQuickWindow
 
 from procwindow.core import Supervisor
 from procwindow.qt.models import _earlier
@@ -42,6 +42,21 @@ def top_line(view: QQuickItem) -> tuple[str, float]:
     return first.property("shown"), round(-first.mapToItem(view, QPointF()).y(), 1)
 
 
+async def opened(small: Supervisor, session: str) -> tuple[QQuickWindow, QObject]:
+    """A proc of ``session`` that printed LINES lines, all read, shown in a ProcWindow
+    whose pane holds MAX: (the window, its output model)."""
+    proc = await small.spawn(
+        ["sh", "-c", f"seq 1 {LINES} | sed 's/^/line /'"], session=session, agent="a"
+    )
+    await small.wait(proc.id)
+    await until(lambda: small.get(proc.id).last_seq == LINES, what="every line read")
+    window = open_proc_window(small, session, "a")
+    model = window.property("outputModel")
+    await until(lambda: model.procId == proc.id, what="streaming")
+    model.maxLines = MAX
+    return window, model
+
+
 @pytest.mark.promise("The window: The output pane")
 def test_scrolling_to_the_top_reads_earlier_lines_back_and_the_view_stays(
     loop: qasync.QEventLoop, tmp_path: Path, run: Run
@@ -51,15 +66,7 @@ def test_scrolling_to_the_top_reads_earlier_lines_back_and_the_view_stays(
     )
 
     async def scenario() -> None:
-        proc = await small.spawn(
-            ["sh", "-c", f"seq 1 {LINES} | sed 's/^/line /'"], session="top", agent="a"
-        )
-        await small.wait(proc.id)
-        await until(lambda: small.get(proc.id).last_seq == LINES, what="every line read")
-        window = open_proc_window(small, "top", "a")
-        model = window.property("outputModel")
-        await until(lambda: model.procId == proc.id, what="streaming")
-        model.maxLines = MAX
+        window, model = await opened(small, "top")
         view = await item(window, "outputView")
         notice = await item(window, "earlierText")
         await until(lambda: model.lineCount == MAX, what="the pane at its cap")
@@ -126,15 +133,7 @@ def test_the_notice_reads_earlier_lines_back_where_a_filter_shows_few(
     )
 
     async def scenario() -> None:
-        proc = await small.spawn(
-            ["sh", "-c", f"seq 1 {LINES} | sed 's/^/line /'"], session="few", agent="a"
-        )
-        await small.wait(proc.id)
-        await until(lambda: small.get(proc.id).last_seq == LINES, what="every line read")
-        window = open_proc_window(small, "few", "a")
-        model = window.property("outputModel")
-        await until(lambda: model.procId == proc.id, what="streaming")
-        model.maxLines = MAX
+        window, model = await opened(small, "few")
         model.filterText = "77"
         await until(lambda: model.lineCount == MAX and not model.filtering, what="filtered")
         shown = [model.data(model.index(r), 0) for r in range(model.rowCount())]
