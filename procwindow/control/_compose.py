@@ -415,7 +415,9 @@ class _Reader(ValueReader):
             line = self.rendered(exec_["command"], (*sub, "command"))
             out["command"] = [*self.probe_shell, line]
         else:
-            out["http"] = self.url(table["http_get"], (*key, "http_get"), (*where, field))
+            out["http"], status = self.url(table["http_get"], (*key, "http_get"), (*where, field))
+            if status is not None:
+                out["status"] = status
         for name, value in (
             ("period_seconds", "period" if not ready else "interval"),
             ("timeout_seconds", "timeout"),
@@ -431,7 +433,8 @@ class _Reader(ValueReader):
         out.update(period=period, timeout=timeout, failures=failures, delay=delay)
         return out
 
-    def url(self, node: Node, key: Key, data_key: Key) -> str:
+    def url(self, node: Node, key: Key, data_key: Key) -> tuple[str, int | None]:
+        """An ``http_get``'s URL, and its ``status_code`` (None: any 2xx or 3xx)."""
         table = self.mapping(node, key, _HTTP, _HTTP_REFUSED)
         self.place((*data_key, "http"), node, key)
         parts = {}
@@ -448,15 +451,12 @@ class _Reader(ValueReader):
                         table[name], sub, f"must be a port (1-65535), got {text[:20]!r}"
                     )
                 port = f":{int(text)}"
+        status = None
         if "status_code" in table:
             sub = (*key, "status_code")
-            if self.integer(table["status_code"], sub) != 200:
-                raise self.fail(
-                    table["status_code"],
-                    sub,
-                    "is not read (not supported: an http check passes on any 2xx or 3xx status)",
-                )
-        return f"{parts['scheme']}://{parts['host']}{port}{parts['path']}"
+            self.place((*data_key, "status"), table["status_code"], sub)
+            status = self.integer(table["status_code"], sub)
+        return f"{parts['scheme']}://{parts['host']}{port}{parts['path']}", status
 
     def availability(self, node: Node, key: Key, where: Key, data: dict[str, Any]) -> None:
         table = self.mapping(node, key, _AVAILABILITY)

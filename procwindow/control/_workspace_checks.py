@@ -28,6 +28,7 @@ from ..core import (
     command_argv,
     condition_of,
     escape_controls,
+    http_status,
     resolve_command,
 )
 from ..core.spec import READY_CHOICES, READY_KINDS, VERBS
@@ -175,10 +176,11 @@ class KeyChecker:
             self.port(value, key)
             return Ready(port=value)
         if not isinstance(value, dict):
+            kinds_text = READY_CHOICES.replace('"', "")
             raise self.fail(
                 key,
                 "must be a line pattern (a string), a port (an integer) or a table with one of"
-                f" line, port, command or shell, got {_kind(value)}",
+                f" {kinds_text}, got {_kind(value)}",
             )
         kinds = [kind for kind in READY_KINDS if kind in value]
         if len(kinds) != 1:
@@ -227,6 +229,11 @@ class KeyChecker:
             return item
         if name == "port":
             return self.port(item, key)
+        if name == "status":
+            try:
+                return http_status(item)
+            except ProcwindowError as exc:
+                raise self.fail(key, str(exc)) from None
         # command: an argv whose program is found now, as the command's is
         self.strings(item, key)
         assert isinstance(item, list)

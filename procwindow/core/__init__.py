@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from ._output import LINE_MAX
     from ._private import open_private_file, private_dir
     from ._proc import Proc, SpawnOptions
-    from ._ready import Ready, check_timeout, http_target
+    from ._ready import Ready, check_timeout, http_status, http_target
     from ._regex import Regex
     from ._replay import ByteBatch
     from ._screen import Run, ScreenText
@@ -201,6 +201,7 @@ __all__ = [
     "escape_controls",
     "format_runtime",
     "format_size",
+    "http_status",
     "http_target",
     "idx_rows",
     "open_private_file",

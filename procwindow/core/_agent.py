@@ -111,7 +111,7 @@ async def probe(ready: Ready, context: CheckContext = NO_CONTEXT) -> bool:
     if ready.port is not None:
         return await _port_open(ready.host, ready.port, max(ready.interval, 1.0))
     if ready.http is not None:
-        return await _http_ok(http_target(ready.http), max(ready.interval, 1.0))
+        return await _http_ok(http_target(ready.http), max(ready.interval, 1.0), ready.status)
     assert ready.command is not None
     return await _command_ok(ready.command, ready.cwd or context.cwd, context)
 
@@ -127,8 +127,9 @@ async def _port_open(host: str, port: int, timeout: float) -> bool:
     return True
 
 
-async def _http_ok(target: HttpTarget, timeout: float) -> bool:
-    """A GET of ``target`` answers with a status from 200 to 399 within ``timeout``."""
+async def _http_ok(target: HttpTarget, timeout: float, want: int | None = None) -> bool:
+    """A GET of ``target`` answers within ``timeout`` with the status ``want``, or
+    (None) with one from 200 to 399."""
     writer = None
     try:
         async with asyncio.timeout(timeout):
@@ -147,7 +148,11 @@ async def _http_ok(target: HttpTarget, timeout: float) -> bool:
             writer.close()
             with contextlib.suppress(OSError, ssl_module.SSLError):
                 await writer.wait_closed()
-    return len(status) >= 2 and status[0].startswith(b"HTTP/") and status[1][:1] in (b"2", b"3")
+    if len(status) < 2 or not status[0].startswith(b"HTTP/"):
+        return False
+    if want is not None:
+        return status[1] == b"%d" % want
+    return len(status[1]) == 3 and status[1][:1] in (b"2", b"3")
 
 
 def _start_check(

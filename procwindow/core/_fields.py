@@ -271,7 +271,7 @@ READY_KINDS: dict[str, frozenset[str]] = {
     "port": frozenset({"port", "host"}),
     "command": frozenset({"command"}),
     "shell": frozenset({"shell"}),
-    "http": frozenset({"http"}),
+    "http": frozenset({"http", "status"}),
 }
 #: ``"line", "port", "command", "shell" or "http"``: the kinds, as messages name them.
 READY_CHOICES = (
@@ -286,6 +286,7 @@ _READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
     "command": ((list,), "a list of strings"),
     "shell": ((str,), "a string"),
     "http": ((str,), "an http:// or https:// URL"),
+    "status": ((int,), "an HTTP status (an integer, 100-599)"),
     "interval": ((int, float), "a number of seconds"),
     "timeout": ((int, float), "a number of seconds"),
 }

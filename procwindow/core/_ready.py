@@ -14,7 +14,7 @@ from ._match import line_matcher
 from ._types import Stream
 from .rules import command_argv, shown
 
-__all__ = ["HttpTarget", "Ready", "check_timeout", "http_target"]
+__all__ = ["HttpTarget", "Ready", "check_timeout", "http_status", "http_target"]
 
 
 class HttpTarget(NamedTuple):
@@ -41,6 +41,13 @@ def http_target(url: object) -> HttpTarget:
     return HttpTarget(parts.scheme == "https", parts.hostname, port, path)
 
 
+def http_status(value: object) -> int:
+    """An ``http`` check's expected status; InvalidArgv (one line) if it is not one."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 100 <= value <= 599:
+        raise InvalidArgv(f"ready status must be an HTTP status (100-599), got {shown(value)}")
+    return value
+
+
 def check_timeout(value: object, what: str = "timeout") -> float | None:
     """``value`` as a positive finite number of seconds, or None."""
     if value is None:
@@ -63,7 +70,7 @@ class Ready:
       127.0.0.1 unless given);
     - ``command`` (an argv) or ``shell`` (a ``/bin/sh -c`` line): it exits 0;
     - ``http``: a GET of this ``http://`` or ``https://`` URL answers with a
-      status from 200 to 399.
+      status from 200 to 399, or with ``status`` when it is given.
 
     Ports, URLs and commands are polled every ``interval`` seconds. ``timeout``: give
     up that many seconds after the start (the proc keeps running, ``ready``
@@ -80,6 +87,7 @@ class Ready:
     command: tuple[str, ...] | None = None
     shell: str | None = None
     http: str | None = None
+    status: int | None = None
     interval: float = 0.25
     timeout: float | None = None
     cwd: str | None = None
@@ -91,6 +99,10 @@ class Ready:
             raise InvalidArgv("ready needs exactly one of line, port, command, shell or http")
         if self.http is not None:
             http_target(self.http)
+        if self.status is not None:
+            if self.http is None:
+                raise InvalidArgv("ready status goes with an http check only")
+            http_status(self.status)
         if self.line is not None:
             line_matcher(self.line, regex=self.regex)
         if self.stream is not None:
@@ -135,7 +147,7 @@ class Ready:
         if self.port is not None:
             return f"port {self.host}:{self.port}"
         if self.http is not None:
-            return f"http {self.http}"
+            return f"http {self.http}" + (f" (status {self.status})" if self.status else "")
         assert self.command is not None
         return f"command {' '.join(self.command)}"
 
@@ -152,6 +164,8 @@ class Ready:
             out["host"] = self.host
         elif self.http is not None:
             out["http"] = self.http
+            if self.status is not None:
+                out["status"] = self.status
         else:
             out["command"] = list(self.command or ())
         out["interval"] = self.interval

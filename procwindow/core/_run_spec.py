@@ -165,8 +165,8 @@ RUN = Verb(
                 " on 127.0.0.1 that must accept a connection (8080); an object holds"
                 ' exactly one of "line" (with "regex": false for plain text, "stream"),'
                 ' "port" (with "host"), "http" (a URL a GET of which must answer 2xx or'
-                ' 3xx), "command" (a list) or "shell" (a line): a command that must exit'
-                ' 0, and may hold "interval" and "timeout" seconds'
+                ' 3xx, or "status"), "command" (a list) or "shell" (a line): a command that'
+                ' must exit 0, and may hold "interval" and "timeout" seconds'
             ),
         ),
         Field(

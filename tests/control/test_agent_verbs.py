@@ -646,6 +646,15 @@ def test_events_of_one_proc_with_partial_ready_and_the_exits_last_seq(server):
         ),
         ({"ready": {"line": "x", "port": 80}}, "exactly one of"),
         ({"ready": {"line": "x", "host": "h"}}, "a line check takes no 'host'"),
+        ({"ready": {"port": 80, "status": 200}}, "a port check takes no 'status'"),
+        (
+            {"ready": {"http": "http://127.0.0.1/", "status": True}},
+            "'status' must be an HTTP status (an integer, 100-599)",
+        ),
+        (
+            {"ready": {"http": "http://127.0.0.1/", "status": 99}},
+            "ready status must be an HTTP status (100-599), got 99",
+        ),
         ({"ready": {"line": "("}}, "invalid pattern '('"),
         ({"ready": {"line": "x", "stream": "both"}}, "'stream' is 'stdout' or 'stderr'"),
         ({"ready": {"command": []}}, "ready: argv must not be empty"),

@@ -234,7 +234,7 @@ def test_the_documentation_examples_of_process_compose_map_as_it_runs_them(tmp_p
     )
     nginx = cmds["nginx"]
     assert nginx.graceful_timeout == 10
-    assert nginx.liveness == Liveness(Ready(http="http://127.0.0.1:80/"), 10, 1, 3, 0)
+    assert nginx.liveness == Liveness(Ready(http="http://127.0.0.1:80/", status=200), 10, 1, 3, 0)
     assert {c.session for c in ws.commands} == {"default"}
 
 
@@ -370,10 +370,10 @@ REFUSED: dict[str, tuple[str, int | None, str, str]] = {
     ),
     "probe-status": (
         "processes:\n  db:\n    command: x\n    readiness_probe:\n      http_get:\n"
-        "        port: 80\n        status_code: 204\n",
+        "        port: 80\n        status_code: 2000\n",
         7,
         "processes.db.readiness_probe.http_get.status_code",
-        "(not supported: an http check passes on any 2xx or 3xx status)",
+        "ready status must be an HTTP status (100-599), got 2000",
     ),
     "probe-working-dir": (
         "processes:\n  db:\n    command: x\n    liveness_probe:\n      exec:\n"

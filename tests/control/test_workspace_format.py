@@ -266,6 +266,29 @@ def test_http_checks_for_ready_and_liveness(tmp_path):
     (api,) = ws.commands
     assert api.readiness == Ready(http="http://127.0.0.1:8000/health", timeout=30)
     assert api.liveness == Liveness(Ready(http="https://localhost/live?deep=1"), 5, failures=2)
+    ws = parse_workspace(
+        HEAD + cmd('name = "api"\nargv = ["true"]\nready = { http = "http://h/", status = 204 }\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    assert ws.commands[0].readiness == Ready(http="http://h/", status=204)
+
+
+@pytest.mark.parametrize(
+    ("ready", "message"),
+    [
+        ('{ http = "http://h/", status = 2000 }', "ready status must be an HTTP status (100-599)"),
+        ('{ http = "http://h/", status = "ok" }', "ready status must be an HTTP status (100-599)"),
+        ("{ port = 80, status = 200 }", "a port check takes no 'status'"),
+    ],
+)
+def test_a_bad_http_status_is_one_line_naming_file_line_and_key(tmp_path, ready, message):
+    path = tmp_path / "ws.toml"
+    path.write_text(HEAD + cmd(f'name = "api"\nargv = ["true"]\nready = {ready}\n'))
+    with pytest.raises(WorkspaceError) as info:
+        load_workspace(path)
+    text = str(info.value)
+    assert text.startswith(f"{path}:8: {C0}.ready.status: "), text
+    assert message in text and "\n" not in text, text
 
 
 @pytest.mark.promise("Workspaces: env_file")

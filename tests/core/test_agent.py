@@ -508,6 +508,55 @@ def test_ready_by_http(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Workspaces: ready")
+def test_ready_by_http_with_the_status_it_must_answer(run, tmp_path):
+    async def main():
+        port, flag = free_port(), tmp_path / "healthy"
+        async with Supervisor(log_dir=tmp_path) as sup:
+            server = await sup.spawn(
+                [*py(HEALTH_SERVER), str(flag), str(port)], session="s", agent="a"
+            )
+            await sup.wait_for(server.id, "serving", timeout=10)
+            base = f"http://127.0.0.1:{port}"
+
+            async def ready_within(check: Ready, seconds: float) -> bool:
+                q = await sup.spawn(SLEEPER, session="s", agent="a", ready=check)
+                try:
+                    await sup.wait_ready(q.id, timeout=seconds)
+                    return True
+                except Timeout:
+                    return False
+                finally:
+                    await sup.kill(q.id)
+
+            # The status given is the one it must answer, exactly: a 503 or a
+            # 404 passes when asked for, a 200 does not pass for a 204.
+            assert await ready_within(Ready(http=f"{base}/health", status=503, interval=0.05), 10)
+            assert await ready_within(Ready(http=f"{base}/gone", status=404, interval=0.05), 10)
+            assert not await ready_within(
+                Ready(http=f"{base}/health", status=200, interval=0.05), 0.5
+            )
+            flag.touch()
+            assert await ready_within(Ready(http=f"{base}/health", status=200, interval=0.05), 10)
+            assert not await ready_within(
+                Ready(http=f"{base}/health", status=204, interval=0.05), 0.5
+            )
+            check = Ready(http=f"{base}/health", status=204)
+            assert check.describe() == f"http {base}/health (status 204)"
+            assert check.to_json()["status"] == 204
+            await sup.kill(server.id)
+
+    run(main())
+
+
+@pytest.mark.parametrize("status", [99, 600, True, "200", 200.0])
+def test_a_ready_http_status_that_is_no_status_is_refused(status):
+    with pytest.raises(InvalidArgv, match=r"ready status must be an HTTP status \(100-599\)"):
+        Ready(http="http://127.0.0.1/", status=status)
+    with pytest.raises(InvalidArgv, match="ready status goes with an http check only"):
+        Ready(port=80, status=200)
+
+
 @pytest.mark.parametrize(
     "url", ["ftp://host/x", "127.0.0.1:8000", "http://", "http://a b/", "http://h:99999/", 7]
 )
