@@ -56,8 +56,8 @@ from procwindow.control import (
 )
 from procwindow.control import Workspace as WorkspaceFile
 from procwindow.control.remote import LinkError
-from procwindow.control.serve import selected
-from procwindow.core import ProcwindowError, Supervisor
+from procwindow.control.serve import Endings, exit_code_problem, selected
+from procwindow.core import ProcwindowError, Supervisor, WorkspaceRun
 from procwindow.core.rules import (
     DEFAULT_AGENT,
     DEFAULT_GRACEFUL_TIMEOUT,
@@ -115,6 +115,11 @@ def run(args: argparse.Namespace) -> int:
         except ProcwindowError as exc:
             print(f"{PROG}: {exc}", file=sys.stderr)
             return 2
+    exit_code_from = getattr(args, "exit_code_from", None)
+    problem = exit_code_problem(exit_code_from, workspace, workspace_file)
+    if problem is not None:
+        print(f"{PROG} up: {problem}", file=sys.stderr)
+        return 2
     if getattr(args, "no_serve", False):
         socket_path = None
     elif getattr(args, "socket", None):
@@ -140,6 +145,7 @@ def run(args: argparse.Namespace) -> int:
         socket_path=socket_path,
         notify=not getattr(args, "no_notify", False),
         attach=[*(workspace.attach if workspace else ()), *(getattr(args, "attach", None) or ())],
+        exit_code_from=exit_code_from,
     )
 
 
@@ -184,6 +190,7 @@ def run_app(
     socket_path: str | None = None,
     notify: bool = True,
     attach: Sequence[str] = (),
+    exit_code_from: str | None = None,
 ) -> int:
     """Run the window until it is closed; return the exit status.
 
@@ -193,10 +200,13 @@ def run_app(
     do not serve). ``notify``: tell the desktop of a process that fails while
     no window has the focus. ``attach``: servers elsewhere to show beside this
     window's own supervisor (names, socket paths, ``ssh://`` URLs), each
-    reached in the background.
+    reached in the background. ``exit_code_from``: a command of ``workspace``
+    whose end closes the window, stopping the workspace, with its exit status
+    (as ``exit_on_end`` does).
     """
+    endings = Endings(workspace, exit_code_from) if workspace is not None else None
     return _on_qt_loop(
-        _run(list(command) if command else None, workspace, socket_path, notify, attach)
+        _run(list(command) if command else None, workspace, socket_path, notify, attach, endings)
     )
 
 
@@ -227,6 +237,7 @@ async def _run(
     socket_path: str | None,
     notify: bool,
     attach: Sequence[str] = (),
+    endings: Endings | None = None,
 ) -> int:
     loop = asyncio.get_running_loop()
     quit_now = asyncio.Event()
@@ -255,10 +266,12 @@ async def _run(
         ) as supervisor:
             running.append(supervisor)
             try:
-                scopes, first = await _start(supervisor, command, workspace_file)
+                scopes, first, run = await _start(supervisor, command, workspace_file)
             except ProcwindowError as exc:
                 print(f"{PROG}: {exc}", file=sys.stderr)
                 return 2
+            if endings is not None and run is not None:
+                endings.watch(run, supervisor, quit_now)
             if quit_now.is_set():
                 return 0
             server = await _serve(supervisor, socket_path, scopes)
@@ -282,27 +295,30 @@ async def _run(
                 if server is not None:
                     await server.close()
     finally:
+        if endings is not None:
+            endings.cancel()
         if killers:
             await asyncio.wait(killers, timeout=5.0)
         for signum in (*STOP_SIGNALS, signal.SIGUSR1):
             loop.remove_signal_handler(signum)
-    return 0
+    return (endings.status() if endings is not None else None) or 0
 
 
 async def _start(
     supervisor: Supervisor, command: list[str] | None, workspace_file: WorkspaceFile | None
-) -> tuple[dict[str, list[str]], tuple[str, str]]:
+) -> tuple[dict[str, list[str]], tuple[str, str], WorkspaceRun | None]:
     """Run the command, or start the workspace's commands: the scopes to show,
-    and the one to select first (ProcwindowError when it cannot start)."""
+    the one to select first, and the workspace's run (ProcwindowError when it
+    cannot start)."""
     if command is not None:
         await supervisor.spawn(
             command, session=COMMAND_SESSION, agent=COMMAND_AGENT, tool=DEFAULT_TOOL
         )
-        return {COMMAND_SESSION: [COMMAND_AGENT]}, (COMMAND_SESSION, COMMAND_AGENT)
+        return {COMMAND_SESSION: [COMMAND_AGENT]}, (COMMAND_SESSION, COMMAND_AGENT), None
     assert workspace_file is not None
-    await workspace_file.start(supervisor)
+    run = await workspace_file.start(supervisor)
     scopes = {s: list(a) for s, a in workspace_file.sessions.items()}
-    return scopes, (next(iter(scopes), COMMAND_SESSION), "")
+    return scopes, (next(iter(scopes), COMMAND_SESSION), ""), run
 
 
 async def _kill_everything(supervisor: Supervisor) -> None:

@@ -91,10 +91,15 @@ def _attach_configure(parser: argparse.ArgumentParser) -> None:
 
 
 def _up_configure(parser: argparse.ArgumentParser) -> None:
-    from procwindow.control.serve import add_selection_options, add_workspace_argument
+    from procwindow.control.serve import (
+        add_exit_code_option,
+        add_selection_options,
+        add_workspace_argument,
+    )
 
     add_workspace_argument(parser, optional=False)
     add_selection_options(parser)
+    add_exit_code_option(parser)
     add_window_options(parser)
 
 

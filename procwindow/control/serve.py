@@ -18,14 +18,22 @@ from ..core import (
     MIN_LOG_CAP,
     ProcwindowError,
     Supervisor,
-    WorkspaceRun,
     check_graceful_timeout,
 )
+from ._ending import Endings, add_exit_code_option, exit_code_problem
 from ._sockdir import DEFAULT_SERVER_NAME, SocketDirError, check_name, default_socket_path
 from .server import ControlServer
 from .workspace import Workspace, load_workspace
 
-__all__ = ["check_options", "configure", "run", "serve"]
+__all__ = [
+    "Endings",
+    "add_exit_code_option",
+    "check_options",
+    "configure",
+    "exit_code_problem",
+    "run",
+    "serve",
+]
 
 log = logging.getLogger("procwindow.serve")
 
@@ -41,13 +49,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     """Add serve's options to ``parser``."""
     add_workspace_argument(parser, optional=True)
     add_selection_options(parser)
-    parser.add_argument(
-        "--exit-code-from",
-        metavar="NAME",
-        help="a test-runner stack: once the workspace's command NAME ends (and starts no"
-        " more), stop the workspace and exit with its exit status (128+N for signal N, 1"
-        " if it never ran)",
-    )
+    add_exit_code_option(parser)
     add_server_options(parser)
 
 
@@ -170,8 +172,7 @@ async def serve(
     stop = asyncio.Event()
     sup: Supervisor | None = None
     killers: list[asyncio.Task[None]] = []
-    ending: str | None = getattr(args, "exit_code_from", None)
-    watchers: list[asyncio.Future[int | None]] = []
+    endings = Endings(ws, getattr(args, "exit_code_from", None)) if ws is not None else None
 
     def on_stop_signal() -> None:
         if not stop.is_set():
@@ -190,12 +191,8 @@ async def serve(
                 sup, socket_path_for(args, ws), declared=ws.sessions if ws else None
             )
             async with server:
-                if ws is not None and not stop.is_set():
-                    run = await ws.start(sup)
-                    watchers = [
-                        asyncio.ensure_future(_end_with(run, name, sup, stop, failure_only))
-                        for name, failure_only in _ending(ws, ending)
-                    ]
+                if ws is not None and endings is not None and not stop.is_set():
+                    endings.watch(await ws.start(sup), sup, stop)
                 print(f"procwindow: serving on {server.path}", file=sys.stderr, flush=True)
                 if sup.history_error is not None:
                     print(
@@ -208,9 +205,8 @@ async def serve(
                     "procwindow: stopping; terminating every process", file=sys.stderr, flush=True
                 )
     finally:
-        for watcher in watchers:
-            if not watcher.done():
-                watcher.cancel()
+        if endings is not None:
+            endings.cancel()
         if killers:
             await asyncio.wait(killers, timeout=_KILL_WAIT)
             for task in killers:
@@ -219,41 +215,7 @@ async def serve(
             loop.remove_signal_handler(sig)
         if signals is not None:
             signals.install()
-    for watcher in watchers:
-        if watcher.done() and not watcher.cancelled() and watcher.result() is not None:
-            return watcher.result() or 0
-    return 0
-
-
-def _ending(ws: Workspace, exit_code_from: str | None) -> list[tuple[str, bool]]:
-    """The commands whose end stops the server, and whether only a failure
-    does: ``--exit-code-from``'s, and those with ``exit_on_end`` or
-    ``exit_on_failure``."""
-    ending = [(exit_code_from, False)] if exit_code_from is not None else []
-    for c in ws.commands:
-        if (c.exit_on_end or c.exit_on_failure) and c.name != exit_code_from:
-            ending.append((str(c.name), not c.exit_on_end))
-    return ending
-
-
-async def _end_with(
-    run: WorkspaceRun, name: str, sup: Supervisor, stop: asyncio.Event, failure_only: bool
-) -> int | None:
-    """Once NAME starts no more, stop the server; NAME's status. With
-    ``failure_only``, only if it failed (else None, and nothing is stopped)."""
-    state = await run.wait_ended(name)
-    exit_info = sup.get(state.proc_id).exit if state.proc_id is not None else None
-    if exit_info is None:
-        code, how = 1, f"{state.phase.value}" + (f": {state.detail}" if state.detail else "")
-    elif exit_info.code is not None:
-        code, how = exit_info.code, f"exited with code {exit_info.code}"
-    else:
-        code, how = 128 + (exit_info.signal or 0), f"was killed by signal {exit_info.signal}"
-    if failure_only and code == 0:
-        return None
-    print(f"procwindow: {name} {how}; stopping the workspace", file=sys.stderr, flush=True)
-    stop.set()
-    return code
+    return (endings.status() if endings is not None else None) or 0
 
 
 async def _kill_all(sup: Supervisor) -> None:
@@ -345,17 +307,9 @@ def run(args: argparse.Namespace) -> int:
             print("procwindow serve: COMMANDs need a workspace FILE", file=sys.stderr)
             return 2
         ws = selected(ws, args) if ws is not None else None
-        ending = getattr(args, "exit_code_from", None)
-        if ending is not None and ws is None:
-            print("procwindow serve: --exit-code-from needs a workspace FILE", file=sys.stderr)
-            return 2
-        names = [str(c.name) for c in ws.commands] if ws is not None else []
-        if ending is not None and ending not in names:
-            print(
-                f"procwindow serve: --exit-code-from: {args.workspace} has no command"
-                f" {ending!r} (it has: {', '.join(names)})",
-                file=sys.stderr,
-            )
+        problem = exit_code_problem(getattr(args, "exit_code_from", None), ws, args.workspace)
+        if problem is not None:
+            print(f"procwindow serve: {problem}", file=sys.stderr)
             return 2
         return asyncio.run(serve(args, ws, signals=signals))
     except ProcwindowError as exc:

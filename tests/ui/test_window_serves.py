@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from procwindow.app import _serve, proc_windows
 from procwindow.core import Supervisor
 from procwindow.qt import ProcModel
-from tests.core.helpers import until
+from tests.core.helpers import alive, until
 
 from .conftest import MakeWorkspace, Run
 from .helpers import item
@@ -137,3 +140,52 @@ def test_up_opens_a_workspace_that_ctl_reaches(tmp_path: Path) -> None:
         assert app.wait(timeout=30) == 0
         app.stderr.close()
     assert not sock.exists()
+
+
+@pytest.mark.promise("Workspaces: exit_on_end")
+def test_up_with_exit_code_from_closes_the_window_with_the_command_s_status(
+    tmp_path: Path,
+) -> None:
+    # A test-runner stack in the window, as `docker compose up --exit-code-from`:
+    # once `tests` ends, the stack stops, the window closes, its status is ours.
+    pid_file = tmp_path / "db.pid"
+    ws = tmp_path / "ws.toml"
+    head = '[[session]]\nname = "proj"\n[[session.agent]]\nname = "dev"\n'
+    db = f'[[session.agent.command]]\nname = "db"\nshell = "echo $$ > {pid_file}; exec sleep 60"\n'
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        XDG_RUNTIME_DIR=str(runtime),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        QT_QPA_PLATFORM="offscreen",
+    )
+
+    def up(tests: str, *extra: str) -> subprocess.CompletedProcess[str]:
+        ws.write_text(
+            head + db + f'[[session.agent.command]]\nname = "tests"\n{tests}\ndepends_on = ["db"]\n'
+        )
+        return subprocess.run(
+            [sys.executable, "-m", "procwindow", "up", str(ws), *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+
+    done = up('shell = "sleep 0.5; exit 3"', "--exit-code-from", "tests")
+    assert done.returncode == 3, done.stderr
+    assert "procwindow: tests exited with code 3; stopping the workspace" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert not alive(int(pid_file.read_text()))  # the stack stopped with the window
+    # exit_on_failure in the file does the same without the option; a success does not.
+    done = up('shell = "sleep 0.5; exit 5"\nexit_on_failure = true')
+    assert done.returncode == 5, done.stderr
+    assert not alive(int(pid_file.read_text()))
+    # A name the file lacks is refused at once, in one line.
+    done = up('shell = "exit 0"', "--exit-code-from", "nope")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"procwindow up: --exit-code-from: {ws} has no command 'nope' (it has: db, tests)\n",
+    )
