@@ -130,7 +130,9 @@ _HTTP = {"host", "scheme", "path", "port", "num_port", "status_code"}
 _HTTP_REFUSED = {"headers": "an http check sends no headers"}
 _AVAILABILITY = {"restart", "backoff_seconds", "max_restarts", "exit_on_end"}
 _SHUTDOWN = {"signal", "timeout_seconds", "parent_only"}
-_SHUTDOWN_REFUSED = {"command": "a command is stopped by signals (SIGTERM, then SIGKILL)"}
+_SHUTDOWN_REFUSED = {
+    "command": "a command is stopped by its signal (shutdown.signal), then SIGKILL"
+}
 _DEPENDENCY = {"condition"}
 _SHELL = {"shell_command", "shell_argument", "elevated_shell_command", "elevated_shell_argument"}
 
@@ -501,12 +503,8 @@ class _Reader(ValueReader):
             sub = (*key, "signal")
             number = self.integer(table["signal"], sub)
             if number != _SIGTERM:
-                raise self.fail(
-                    table["signal"],
-                    sub,
-                    f"signal {number} is not read"
-                    " (not supported: a command is stopped with SIGTERM, then SIGKILL)",
-                )
+                data["stop_signal"] = number
+                self.place((*where, "stop_signal"), table["signal"], sub)
         if "parent_only" in table and self.boolean(table["parent_only"], (*key, "parent_only")):
             raise self.fail(
                 table["parent_only"],

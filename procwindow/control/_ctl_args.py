@@ -274,7 +274,13 @@ _ARG_TYPES: dict[Kind, Callable[[str], Any]] = {
     Kind.SECONDS: _number,
     Kind.GRACE: _number,
 }
-_METAVARS = {Kind.ID: "ID", Kind.COUNT: "N", Kind.SECONDS: "SECONDS", Kind.GRACE: "SECONDS"}
+_METAVARS = {
+    Kind.ID: "ID",
+    Kind.COUNT: "N",
+    Kind.SECONDS: "SECONDS",
+    Kind.GRACE: "SECONDS",
+    Kind.SIGNAL: "SIGNAL",
+}
 
 
 def _configure_workspace_verbs(verbs: Any) -> None:

@@ -164,6 +164,7 @@ class _ProcVerbs:
             cwd=req["cwd"],
             env=req["env"],
             graceful_timeout=req["graceful_timeout"],
+            stop_signal=req["stop_signal"],
             timeout=req["timeout"],
             merge_stderr=req["merge_stderr"],
             stdin=req["stdin"],

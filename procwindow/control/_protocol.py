@@ -25,6 +25,7 @@ from ..core import (
     TreeProcess,
     error_class,
 )
+from ..core.rules import signal_name
 from ..core.spec import OPS
 
 __all__ = [
@@ -258,7 +259,8 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     proc read from the history (dismissed, of an earlier run or another server).
     ``cut_lines``/``cut_bytes``: cut from the middle of its logs by the disk cap.
     ``ready``: its readiness check passed (true for a proc without one);
-    ``timeout``, ``stdin``, ``merge_stderr``, ``pty``: what its ``run`` asked for (the
+    ``timeout``, ``stdin``, ``merge_stderr``, ``pty``, ``stop_signal`` (a name such as
+    ``SIGINT``, null for SIGTERM): what its ``run`` asked for (the
     history does not record them: a proc read from it shows the defaults).
     ``last_seq``: the seq of its newest complete line (its cursor now).
     ``command_run``: the workspace command it is a run of, and the run it restarted.
@@ -286,6 +288,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "stdin": p.options.stdin,
         "merge_stderr": p.options.merge_stderr,
         "pty": list(p.options.pty) if p.options.pty is not None else None,
+        "stop_signal": signal_name(stop) if (stop := p.options.stop_signal) else None,
         "last_seq": p.last_seq,
         "command_run": command_run_to_json(p.command_run),
     }

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..core import DEFAULT_TOOL, ExitInfo, ExitReason, Proc, ProcState, SpawnOptions
+from ..core.rules import check_signal
 from ._protocol import command_run_from_json
 
 __all__ = ["RemoteProc"]
@@ -58,6 +59,7 @@ class RemoteProc(Proc):
                 merge_stderr=bool(record.get("merge_stderr")),
                 stdin=bool(record.get("stdin")),
                 pty=_size(record.get("pty")),
+                stop_signal=_signal(record.get("stop_signal")),
             ),
         )
         self._disconnected = False
@@ -193,6 +195,14 @@ class _Procs:
         for waiters in (self.started, self.exits):
             for proc_id in list(waiters):
                 self.resolve(waiters, proc_id, None)
+
+
+def _signal(value: Any) -> int | None:
+    """A stop signal as a record gives it (``SIGINT``), or None (SIGTERM)."""
+    try:
+        return check_signal(value) if value else None
+    except ValueError:  # a signal this host has no name for
+        return None
 
 
 def _size(value: Any) -> tuple[int, int] | None:

@@ -263,6 +263,16 @@ class KeyChecker:
             raise self.fail((*where, exc.field), str(exc)) from None
         return (values["rows"], values["cols"]) if values["pty"] else None
 
+    def stop_signal(self, table: dict[str, Any], where: Key) -> int | None:
+        """``stop_signal``: checked by ``run``'s own field."""
+        if "stop_signal" not in table:
+            return None
+        run = {"argv": ["true"], "session": "s", "agent": "a", "stop_signal": table["stop_signal"]}
+        try:
+            return int(VERBS["run"].check(run)["stop_signal"])
+        except InvalidField as exc:
+            raise self.fail((*where, "stop_signal"), str(exc)) from None
+
     def port(self, value: object, key: Key) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise self.fail(key, f"a port must be an integer, got {_kind(value)}")

@@ -385,6 +385,7 @@ class _Checker(KeyChecker):
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
+        stop_signal = self.stop_signal(table, where)
         terminal = self.terminal(table, where)
         self.resolve(args[0], cwd, env, (*where, "shell" if "shell" in table else "argv"))
         deps = self.depends_on(table, where)
@@ -416,6 +417,7 @@ class _Checker(KeyChecker):
                 cwd=cwd,
                 env=env,
                 graceful_timeout=grace,
+                stop_signal=stop_signal,
                 pty=terminal,
                 name=name,
                 depends_on=deps,

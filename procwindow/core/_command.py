@@ -348,6 +348,8 @@ class Command:
     cwd: str | None = None
     env: Mapping[str, str] | None = None
     graceful_timeout: float | None = None
+    #: The signal that asks its runs to stop (None: SIGTERM).
+    stop_signal: int | None = None
     #: Its terminal's size (rows, columns) to run on a pseudo-terminal; None: pipes.
     pty: tuple[int, int] | None = None
     name: str | None = None

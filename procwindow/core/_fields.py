@@ -292,6 +292,11 @@ _READY_TYPES: dict[str, tuple[tuple[type, ...], str]] = {
 }
 
 
+def _signal(f: Field, value: Any) -> int:
+    """A signal's number; with a ``minimum`` of 1, not 0 (which sends nothing)."""
+    return check_signal(value, f.name, f.minimum or 0)
+
+
 def _ready(f: Field, value: Any) -> Ready:
     """A readiness check: an object of the protocol, or as the library takes it too:
     a Ready, a line pattern (a string) or a port (an integer, not a boolean). Any
@@ -348,7 +353,7 @@ _CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
     Kind.IDS: _ids,
     Kind.ENV: lambda f, v: check_env(v),
     Kind.READY: _ready,
-    Kind.SIGNAL: lambda f, v: check_signal(v, f.name),
+    Kind.SIGNAL: _signal,
 }
 
 # -- verbs -----------------------------------------------------------------------------

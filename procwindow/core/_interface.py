@@ -259,6 +259,7 @@ class SupervisorAPI(Protocol):
         cwd: str | os.PathLike[str] | None = None,
         env: Mapping[str, str | None] | None = None,
         graceful_timeout: float | None = None,
+        stop_signal: int | str | None = None,
         timeout: float | None = None,
         merge_stderr: bool = False,
         stdin: bool = False,
@@ -275,6 +276,9 @@ class SupervisorAPI(Protocol):
         exactly one of the two. ``env`` adds to or overrides the inherited
         environment (a value of None removes a variable). ``graceful_timeout``
         overrides the supervisor's for this proc (0 to MAX_GRACEFUL_TIMEOUT seconds).
+        ``stop_signal``: what asks it to stop instead of SIGTERM (a name such
+        as ``"INT"``, or a number), whenever it is terminated; SIGKILL follows
+        after the grace.
 
         ``timeout``: after that many seconds the proc is terminated (SIGTERM,
         SIGKILL after the grace) and its exit reason is ``timeout``.

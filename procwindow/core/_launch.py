@@ -87,6 +87,7 @@ class Launcher:
             stdin=values["stdin"],
             ready=values["ready"],
             pty=(values["rows"], values["cols"]) if values["pty"] else None,
+            stop_signal=values["stop_signal"],
         )
         if values["reuse"]:
             for child in reversed(self._children.values()):

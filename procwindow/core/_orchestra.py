@@ -52,9 +52,8 @@ __all__ = [
 
 log = logging.getLogger("procwindow")
 
-#: Seconds beyond a command's grace that an ordered stop waits for its exit
-#: (SIGKILL is sent at the grace; a process in uninterruptible sleep may take
-#: longer, and the supervisor's close deals with it).
+#: Seconds past a command's grace (when SIGKILL is sent) that an ordered stop waits
+#: for its exit; a process in uninterruptible sleep is left to the supervisor's close.
 STOP_SLACK = 1.0
 
 
@@ -92,6 +91,7 @@ class RunHost(Probed, Protocol):
         cwd: str | None,
         env: Mapping[str, str] | None,
         graceful_timeout: float | None,
+        stop_signal: int | None,
         ready: Ready | None,
         pty: bool = False,
         rows: int | None = None,
@@ -283,6 +283,7 @@ class WorkspaceRun:
                 cwd=spec.cwd,
                 env=spec.env,
                 graceful_timeout=grace,
+                stop_signal=spec.stop_signal,
                 ready=spec.readiness,
                 **_pty.spawn_args(spec.pty),
             )

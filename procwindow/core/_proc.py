@@ -47,6 +47,9 @@ class SpawnOptions:
     #: Its terminal's size when it started (rows, columns), spawned with
     #: ``pty``; None: pipes.
     pty: tuple[int, int] | None = None
+    #: The signal that asks it to stop (terminate, a timeout, a workspace's
+    #: stop); None: SIGTERM.
+    stop_signal: int | None = None
 
     def spawn_args(self) -> dict[str, Any]:
         """These options as ``spawn``'s keyword arguments (to run it again)."""
@@ -55,6 +58,7 @@ class SpawnOptions:
             "merge_stderr": self.merge_stderr,
             "stdin": self.stdin,
             "ready": self.ready,
+            "stop_signal": self.stop_signal,
             **_pty.spawn_args(self.pty),
         }
 

@@ -112,6 +112,16 @@ RUN = Verb(
             workspace=True,
         ),
         Field(
+            "stop_signal",
+            Kind.SIGNAL,
+            "the signal that asks it to stop (default TERM); SIGKILL follows after the"
+            " graceful timeout",
+            minimum=1,
+            note="a signal name or number, default `TERM`",
+            mcp=None,
+            workspace=True,
+        ),
+        Field(
             "timeout",
             Kind.SECONDS,
             "terminate it after SECONDS (its exit reason is then 'timeout')",

@@ -136,8 +136,14 @@ class TreeSignals:
             group_sent = True
         for pid, start in tree.items():
             info = snap.info.get(pid)
+            if info is None:  # forked since the look at /proc (its cgroup holds it)
+                with contextlib.suppress(OSError):
+                    info = _linux.stat_fields(pid)
             if group_sent and info is not None and info.pgrp == pgid:
-                continue  # the group signal reached it
+                # The group signal reached it, or it was forked after, by a
+                # member handling that signal (a stop handler's own command):
+                # a second one would cut that handler short.
+                continue
             try:
                 _linux.signal_if_same(pid, start, sig)
             except OSError:  # out of fds: cannot check it is still that process
@@ -181,15 +187,16 @@ class TreeSignals:
     async def terminate(
         self, child: Child, grace: float, on_stopping: Callable[[Child], None]
     ) -> ExitInfo:
-        """SIGTERM and SIGCONT to the tree; SIGKILL after ``grace`` seconds; then
-        stop what the leader left behind by the same deadline."""
+        """The proc's stop signal (SIGTERM unless it has its own) and SIGCONT to
+        the tree; SIGKILL after ``grace`` seconds; then stop what the leader left
+        behind by the same deadline."""
         proc = child.proc
         if proc.exit is not None:  # it exited before this task first ran
             await self.stop_leftovers(child, grace)
             return proc.exit
         child.note_stop(StopCause.SIGNALLED)
         on_stopping(child)
-        self.signal_tree(child, signal.SIGTERM)
+        self.signal_tree(child, proc.options.stop_signal or signal.SIGTERM)
         self.signal_tree(child, signal.SIGCONT)
         deadline = time.monotonic() + grace
         try:

@@ -60,7 +60,8 @@ class ExitReason(enum.StrEnum):
     ``exited``: it exited with code 0 on its own. ``failed``: it exited on its own
     with a non-zero code, or died of a signal nobody here sent. ``terminated``: it
     ended after ``term``/``interrupt``/``signal``. ``killed``: SIGKILL from ``kill``.
-    ``escalated``: it ignored SIGTERM for ``graceful_timeout`` and got SIGKILL.
+    ``escalated``: it ignored its stop signal (SIGTERM unless it has its own) for
+    ``graceful_timeout`` and got SIGKILL.
     ``lost``: its supervisor died before it exited (found in the history; the
     watchdog stopped it; its exit status was never seen, so the code is 255).
     ``timeout``: it ran longer than its ``timeout`` and was terminated (SIGTERM,

@@ -126,9 +126,9 @@ def check_tool(tool: object) -> str:
     return tool
 
 
-def check_signal(value: object, what: str = "signal") -> int:
-    """``value`` as a signal number: a number from 0 to SIGRTMAX, or a name with or
-    without ``SIG``, in any case (``"TERM"``, ``"SIGhup"``, ``"9"``). 0 sends
+def check_signal(value: object, what: str = "signal", lowest: int = 0) -> int:
+    """``value`` as a signal number: a number from ``lowest`` to SIGRTMAX, or a name
+    with or without ``SIG``, in any case (``"TERM"``, ``"SIGhup"``, ``"9"``). 0 sends
     nothing: it asks whether the process is there.
 
     >>> check_signal("term"), check_signal("SIGKILL"), check_signal(10)
@@ -137,7 +137,7 @@ def check_signal(value: object, what: str = "signal") -> int:
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value.strip())
     if isinstance(value, int) and not isinstance(value, bool):
-        if 0 <= value <= signal.SIGRTMAX:
+        if lowest <= value <= signal.SIGRTMAX:
             return value
     elif isinstance(value, str):
         name = value.strip().upper()
@@ -145,8 +145,8 @@ def check_signal(value: object, what: str = "signal") -> int:
         if name in signal.Signals.__members__ and name not in ("SIG_DFL", "SIG_IGN"):
             return int(signal.Signals[name])
     raise ValueError(
-        f"{what} must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 0"
-        f" to {int(signal.SIGRTMAX)}, got {shown(value)}"
+        f"{what} must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from"
+        f" {lowest} to {int(signal.SIGRTMAX)}, got {shown(value)}"
     )
 
 

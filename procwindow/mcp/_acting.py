@@ -121,9 +121,10 @@ class Acting(Toolbox):
         return {"id": args["id"], "signal": check_signal(args["signal"]), **result}
 
     async def term(self, args: Args, ctx: Context) -> dict[str, Any]:
-        """Stop a process gracefully: SIGTERM to it and its children, then SIGKILL
-        if it has not exited after its grace period. Waits for the exit and
-        returns {"id", "exit": {"code", "signal", "reason", "runtime"}}."""
+        """Stop a process gracefully: its stop signal (SIGTERM unless it was started
+        with another) to it and its children, then SIGKILL if it has not exited after
+        its grace period. Waits for the exit and returns {"id", "exit": {"code",
+        "signal", "reason", "runtime"}}."""
         return await self._stop("term", args["id"])
 
     async def kill(self, args: Args, ctx: Context) -> dict[str, Any]:

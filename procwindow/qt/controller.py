@@ -81,7 +81,8 @@ class ProcController(QObject):
 
     @Slot(int)
     def term(self, procId: int) -> None:
-        """SIGTERM the proc's group; SIGKILL after the supervisor's graceful timeout."""
+        """The proc's stop signal (SIGTERM unless it has its own) to its group;
+        SIGKILL after its graceful timeout."""
         self._start(self._sup.term(procId), procId, "term", f"terminate {procId}")
 
     @Slot(int)

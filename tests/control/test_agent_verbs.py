@@ -750,3 +750,57 @@ def test_ctl_help_documents_the_exit_codes(server):
     assert "exit status" in helped
     assert "wait-for" in helped and "excerpt" in helped
     assert "newline" in " ".join(server.ctl("write", "--help").stdout.split())
+
+
+#: Stops on SIGINT only (SIGTERM ignored), with exit code 7.
+STOPS_ON_INT = "trap '' TERM; trap 'exit 7' INT; echo ready; while :; do sleep 0.05; done"
+
+
+def test_stop_signal_at_every_surface(server: Server) -> None:
+    from procwindow.control.remote import RemoteSupervisor
+
+    # ctl run --stop-signal: term sends it, and the proc says which it is.
+    done = server.ctl(
+        "run",
+        "--session",
+        "s",
+        "--agent",
+        "a",
+        "--stop-signal",
+        "int",
+        "--graceful-timeout",
+        "30",
+        "--",
+        "bash",
+        "-c",
+        STOPS_ON_INT,
+    )
+    proc_id = int(done.stdout.split()[0])
+    with Client(server.path) as c:
+        _until(lambda: "ready" in c.call("out", proc=proc_id)["lines"][0]["text"], what="ready")
+        assert _proc(c, proc_id)["stop_signal"] == "SIGINT"
+        other = c.call("run", session="s", agent="a", argv=["sleep", "30"])["id"]
+        assert _proc(c, other)["stop_signal"] is None  # SIGTERM
+        c.call("kill", proc=other)
+    term = server.ctl("term", str(proc_id), check=False)
+    with Client(server.path) as c:
+        assert _exited(c, proc_id)["exit"]["code"] == 7, term.stdout + term.stderr
+
+    async def remote() -> int | None:
+        async with await RemoteSupervisor.connect(server.path) as sup:
+            p = await sup.spawn(["sleep", "30"], session="s", agent="a", stop_signal="HUP")
+            stop = p.options.stop_signal
+            await sup.term(p.id)
+            return stop
+
+    assert asyncio.run(remote()) == 1
+    # Refused the same way at each surface, in one line.
+    fact = "stop_signal must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 1"
+    bad = server.ctl(
+        "run", "--session", "s", "--agent", "a", "--stop-signal", "0", "--", "true", check=False
+    )
+    _one_line_error(bad, 2, fact)
+    reply = server.request(
+        {"op": "run", "session": "s", "agent": "a", "argv": ["true"], "stop_signal": "NOPE"}
+    )
+    assert reply["error"]["code"] == "bad-field" and "got 'NOPE'" in reply["error"]["message"]

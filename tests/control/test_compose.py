@@ -234,6 +234,7 @@ def test_the_documentation_examples_of_process_compose_map_as_it_runs_them(tmp_p
     )
     nginx = cmds["nginx"]
     assert nginx.graceful_timeout == 10
+    assert nginx.stop_signal is None  # 15: SIGTERM, the default
     assert nginx.liveness == Liveness(Ready(http="http://127.0.0.1:80/", status=200), 10, 1, 3, 0)
     assert {c.session for c in ws.commands} == {"default"}
 
@@ -347,13 +348,13 @@ REFUSED: dict[str, tuple[str, int | None, str, str]] = {
         "processes:\n  db:\n    command: x\n    shutdown:\n      command: docker stop db\n",
         5,
         "processes.db.shutdown.command",
-        "(not supported: a command is stopped by signals",
+        "(not supported: a command is stopped by its signal (shutdown.signal), then SIGKILL)",
     ),
     "shutdown-signal": (
-        "processes:\n  db:\n    command: x\n    shutdown:\n      signal: 2\n",
+        "processes:\n  db:\n    command: x\n    shutdown:\n      signal: 999\n",
         5,
         "processes.db.shutdown.signal",
-        "signal 2 is not read (not supported: a command is stopped with SIGTERM",
+        "stop_signal must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number",
     ),
     "parent-only": (
         "processes:\n  db:\n    command: x\n    shutdown:\n      parent_only: yes\n",
@@ -621,10 +622,12 @@ def test_serve_runs_a_process_compose_file_in_order_and_gates_on_conditions(tmp_
               db:
                 condition: process_healthy
           api:
-            command: "{note} api; exec sleep 60"
+            command: "trap '{note} api-stopped-by-SIGINT; exit 0' INT; {note} api; while :; do sleep 0.05; done"
             depends_on:
               migrate:
                 condition: process_completed_successfully
+            shutdown:
+              signal: 2
           broken:
             command: "exit 3"
           report:
@@ -655,7 +658,7 @@ def test_serve_runs_a_process_compose_file_in_order_and_gates_on_conditions(tmp_
     finally:
         assert stop_server(srv) == 0
     order = [line.split() for line in log.read_text().splitlines()]
-    # report never ran: what it waited for failed.
-    assert [name for name, _t in order] == ["db", "migrate", "api"]
+    # report never ran: what it waited for failed; api was stopped by its own signal.
+    assert [name for name, _t in order] == ["db", "migrate", "api", "api-stopped-by-SIGINT"]
     times = [float(t) for _name, t in order]
     assert times == sorted(times)

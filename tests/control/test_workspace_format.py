@@ -462,3 +462,22 @@ def test_the_demo_waits_for_its_build(tmp_path):
     assert ws.command("docs").dependencies == (
         Dependency("fetch", Condition.COMPLETED_SUCCESSFULLY),
     )
+
+
+def test_stop_signal_of_a_command(tmp_path):
+    ws = parse_workspace(
+        HEAD
+        + cmd('name = "api"\nargv = ["true"]\nstop_signal = "INT"\n')
+        + cmd('name = "db"\nargv = ["true"]\nstop_signal = 1\n')
+        + cmd('name = "web"\nargv = ["true"]\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    assert [c.stop_signal for c in ws.commands] == [2, 1, None]
+    path = tmp_path / "bad.toml"
+    for value in ("0", '"NOPE"', "true"):
+        path.write_text(HEAD + cmd(f'name = "api"\nargv = ["true"]\nstop_signal = {value}\n'))
+        with pytest.raises(WorkspaceError) as info:
+            load_workspace(path)
+        text = str(info.value)
+        assert text.startswith(f"{path}:8: {C0}.stop_signal: stop_signal must be a signal name")
+        assert "\n" not in text

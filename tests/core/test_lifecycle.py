@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 
 import pytest
 
-from procwindow import ExitReason, ProcState, Supervisor
+from procwindow import ExitReason, InvalidField, ProcState, Supervisor
 
 from .helpers import IGNORES_TERM, alive, py, state_of, until
 
@@ -88,6 +89,79 @@ def test_graceful_term_is_terminated(run, tmp_path):
             info = await asyncio.wait_for(sup.term(p.id), 5)
             assert info.reason is ExitReason.TERMINATED
             assert info.signal == signal.SIGTERM
+
+    run(main())
+
+
+#: On SIGINT: say so, run a command of its own to clean up (its status goes to
+#: argv[1]), exit 7. SIGTERM is ignored: only the stop signal asked for stops it.
+#: (A loop of short sleeps, not ``sleep 60 & wait``: bash runs a trap for a signal
+#: that comes between the ``&`` and the ``wait`` only once the wait is over.)
+ON_INT = """
+    trap '' TERM
+    trap 'echo got INT; sleep 0.3; echo $? > "$1"; exit 7' INT
+    echo ready
+    while :; do sleep 0.05; done
+"""
+
+
+def test_terminate_sends_the_proc_s_stop_signal(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
+            status = tmp_path / "status"
+            argv = ["bash", "-c", ON_INT, "on-int", str(status)]
+            p = await sup.spawn(argv, session="s", agent="a", stop_signal="INT")
+            assert p.options.stop_signal == signal.SIGINT
+            await until(lambda: "ready" in sup.read(p.id).text, what="ready")
+            info = await asyncio.wait_for(sup.term(p.id), 5)  # no escalation: INT stops it
+            assert (info.code, info.reason) == (7, ExitReason.TERMINATED)
+            assert "got INT" in sup.read(p.id).text
+            # The handler's own command ran to its end: the stop was sent once.
+            assert status.read_text() == "0\n"
+            # A restart keeps it; a timeout stops with it too.
+            q = await sup.restart(p.id)
+            assert q.options.stop_signal == signal.SIGINT
+            await sup.kill(q.id)
+            r = await sup.spawn(argv, session="s", agent="a", stop_signal=2, timeout=0.5)
+            info = await asyncio.wait_for(sup.wait(r.id), 5)
+            assert (info.code, info.reason) == (7, ExitReason.TIMEOUT)
+
+    run(main())
+
+
+def test_a_stop_handler_s_own_command_gets_no_second_signal(run, tmp_path):
+    # SIGTERM handled by running a command: that command, forked after the
+    # group's signal, must not be signalled again (it was, through the cgroup).
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
+            for attempt in range(3):
+                status = tmp_path / f"status{attempt}"
+                script = ON_INT.replace("trap '' TERM\n", "").replace("INT\n", "TERM\n")
+                q = await sup.spawn(
+                    ["bash", "-c", script, "on-term", str(status)], session="s", agent="a"
+                )
+                await until(lambda q=q: "ready" in sup.read(q.id).text, what="ready")
+                info = await asyncio.wait_for(sup.term(q.id), 5)
+                assert (info.code, info.reason) == (7, ExitReason.TERMINATED)
+                assert status.read_text() == "0\n", f"attempt {attempt}: cut short"
+
+    run(main())
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "stop_signal must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number from 1"),
+        ("NOPE", "stop_signal must be a signal name (TERM, INT, HUP, KILL, USR1…) or a number"),
+        (True, "stop_signal must be a signal name"),
+    ],
+)
+def test_a_bad_stop_signal_is_refused(run, tmp_path, value, message):
+    async def main():
+        async with Supervisor(log_dir=tmp_path) as sup:
+            with pytest.raises(InvalidField, match=re.escape(message)):
+                await sup.spawn(["true"], session="s", agent="a", stop_signal=value)
+            assert sup.procs() == []
 
     run(main())
 

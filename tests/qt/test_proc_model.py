@@ -277,6 +277,11 @@ def test_stopping_shows_before_the_exit(tmp_path: Path, qrun: QRun) -> None:
         await controller.wait_idle()
         await until(lambda: model.data(model.index(0, 0), ProcRole.STATUS) == "exited")
         assert model.data(model.index(0, 4)) == "killed (ignored SIGTERM)"
+        # Stopped by a signal of its own, the cell names that one.
+        q = await sup.spawn(["sleep", "30"], session="s1", agent="a1", stop_signal="CONT")
+        controller.term(q.id)
+        await controller.wait_idle()
+        await until(lambda: model.data(model.index(0, 4)) == "killed (ignored SIGCONT)")
         await sup.close()
 
     qrun(scenario())

@@ -4,11 +4,11 @@ reorder only when allowed, and what a batch of events changes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import SimpleNamespace
 
-from procwindow.core import EventKind, ExitInfo, ExitReason, ProcState
+from procwindow.core import EventKind, ExitInfo, ExitReason, ProcState, SpawnOptions
 from procwindow.qt.models._proc_rows import (
     NO_VALUES,
     RUNTIME_SORT,
@@ -32,6 +32,7 @@ class FakeProc:
     cmd: str = "sleep 30"
     state: ProcState = ProcState.RUNNING
     exit: ExitInfo | None = None
+    options: SpawnOptions = field(default_factory=SpawnOptions)
 
     def end(self, code: int = 0, runtime: float = 1.0) -> None:
         reason = ExitReason.EXITED if code == 0 else ExitReason.FAILED

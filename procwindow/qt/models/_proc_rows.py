@@ -142,7 +142,7 @@ class ProcRow:
         return True
 
     def _describe(self) -> None:
-        self.status_text = status_text(self.state, self.exit)
+        self.status_text = status_text(self.state, self.exit, self.proc.options.stop_signal)
         self.status_color = status_color(self.state, self.exit)
 
 

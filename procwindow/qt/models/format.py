@@ -49,8 +49,9 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def status_text(state: ProcState, exit: ExitInfo | None) -> str:
+def status_text(state: ProcState, exit: ExitInfo | None, stop: int | None = None) -> str:
     """The Status cell: ``running``, ``stopping``, ``exited (0)``, ``failed (SIGSEGV)``…
+    (``stop``: the proc's stop signal, None for SIGTERM).
 
     >>> status_text(ProcState.EXITED, ExitInfo(143, 15, ExitReason.TERMINATED, 1.0))
     'terminated (SIGTERM)'
@@ -60,7 +61,7 @@ def status_text(state: ProcState, exit: ExitInfo | None) -> str:
     detail = signal_name(exit.signal) if exit.signal is not None else str(exit.code)
     match exit.reason:
         case ExitReason.ESCALATED:
-            return "killed (ignored SIGTERM)"
+            return f"killed (ignored {signal_name(stop or signal.SIGTERM)})"
         case ExitReason.LOST:
             return "lost (its supervisor died)"
         case ExitReason.TIMEOUT:

@@ -107,7 +107,7 @@ class _Row:
             proc.tool,
             proc.session,
             proc.agent,
-            status_text(proc.state, proc.exit),
+            status_text(proc.state, proc.exit, proc.options.stop_signal),
             status_color(proc.state, proc.exit),
             when_text(proc.started_at),
             format_runtime(proc.runtime(now_mono)),
