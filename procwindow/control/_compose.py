@@ -129,10 +129,7 @@ _EXEC_REFUSED = {"working_dir": "a probe runs in its process's working_dir"}
 _HTTP = {"host", "scheme", "path", "port", "num_port", "status_code"}
 _HTTP_REFUSED = {"headers": "an http check sends no headers"}
 _AVAILABILITY = {"restart", "backoff_seconds", "max_restarts", "exit_on_end"}
-_SHUTDOWN = {"signal", "timeout_seconds", "parent_only"}
-_SHUTDOWN_REFUSED = {
-    "command": "a command is stopped by its signal (shutdown.signal), then SIGKILL"
-}
+_SHUTDOWN = {"command", "signal", "timeout_seconds", "parent_only"}
 _DEPENDENCY = {"condition"}
 _SHELL = {"shell_command", "shell_argument", "elevated_shell_command", "elevated_shell_argument"}
 
@@ -498,7 +495,12 @@ class _Reader(ValueReader):
             self.place((*where, "exit_on_end"), table["exit_on_end"], sub)
 
     def shutdown(self, node: Node, key: Key, where: Key, data: dict[str, Any]) -> None:
-        table = self.mapping(node, key, _SHUTDOWN, _SHUTDOWN_REFUSED)
+        table = self.mapping(node, key, _SHUTDOWN)
+        if "command" in table:
+            sub = (*key, "command")
+            line = self.rendered(table["command"], sub)
+            data["stop_command"] = [*self.probe_shell, line]
+            self.place((*where, "stop_command"), table["command"], sub)
         if "signal" in table:
             sub = (*key, "signal")
             number = self.integer(table["signal"], sub)

@@ -165,6 +165,7 @@ class _ProcVerbs:
             env=req["env"],
             graceful_timeout=req["graceful_timeout"],
             stop_signal=req["stop_signal"],
+            stop_command=req["stop_command"],
             timeout=req["timeout"],
             merge_stderr=req["merge_stderr"],
             stdin=req["stdin"],

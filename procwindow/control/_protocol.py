@@ -260,7 +260,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
     ``cut_lines``/``cut_bytes``: cut from the middle of its logs by the disk cap.
     ``ready``: its readiness check passed (true for a proc without one);
     ``timeout``, ``stdin``, ``merge_stderr``, ``pty``, ``stop_signal`` (a name such as
-    ``SIGINT``, null for SIGTERM): what its ``run`` asked for (the
+    ``SIGINT``, null for SIGTERM), ``stop_command``: what its ``run`` asked for (the
     history does not record them: a proc read from it shows the defaults).
     ``last_seq``: the seq of its newest complete line (its cursor now).
     ``command_run``: the workspace command it is a run of, and the run it restarted.
@@ -289,6 +289,7 @@ def proc_to_json(p: Proc, runtime: float) -> dict[str, Any]:
         "merge_stderr": p.options.merge_stderr,
         "pty": list(p.options.pty) if p.options.pty is not None else None,
         "stop_signal": signal_name(stop) if (stop := p.options.stop_signal) else None,
+        "stop_command": list(asks) if (asks := p.options.stop_command) is not None else None,
         "last_seq": p.last_seq,
         "command_run": command_run_to_json(p.command_run),
     }

@@ -60,6 +60,7 @@ class RemoteProc(Proc):
                 stdin=bool(record.get("stdin")),
                 pty=_size(record.get("pty")),
                 stop_signal=_signal(record.get("stop_signal")),
+                stop_command=_argv(record.get("stop_command")),
             ),
         )
         self._disconnected = False
@@ -203,6 +204,13 @@ def _signal(value: Any) -> int | None:
         return check_signal(value) if value else None
     except ValueError:  # a signal this host has no name for
         return None
+
+
+def _argv(value: Any) -> tuple[str, ...] | None:
+    """A stop command as a record gives it (a list of strings), or None."""
+    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    return None
 
 
 def _size(value: Any) -> tuple[int, int] | None:

@@ -263,15 +263,23 @@ class KeyChecker:
             raise self.fail((*where, exc.field), str(exc)) from None
         return (values["rows"], values["cols"]) if values["pty"] else None
 
-    def stop_signal(self, table: dict[str, Any], where: Key) -> int | None:
-        """``stop_signal``: checked by ``run``'s own field."""
-        if "stop_signal" not in table:
-            return None
-        run = {"argv": ["true"], "session": "s", "agent": "a", "stop_signal": table["stop_signal"]}
+    def stopping(
+        self, table: dict[str, Any], where: Key, cwd: str, env: dict[str, str] | None
+    ) -> tuple[int | None, tuple[str, ...] | None]:
+        """``stop_signal`` and ``stop_command``, checked by ``run``'s own fields
+        (the command's program found now, as the command's is)."""
+        given: dict[str, Any] = {k: table[k] for k in ("stop_signal", "stop_command") if k in table}
         try:
-            return int(VERBS["run"].check(run)["stop_signal"])
+            values = VERBS["run"].check({"argv": ["true"], "session": "s", "agent": "a", **given})
         except InvalidField as exc:
-            raise self.fail((*where, "stop_signal"), str(exc)) from None
+            raise self.fail((*where, exc.field), str(exc)) from None
+        except CommandError as exc:
+            sub = (*where, "stop_command")
+            raise self.fail(sub if exc.index is None else (*sub, exc.index), exc.reason) from None
+        command = values["stop_command"]
+        if command is not None:
+            self.resolve(command[0], cwd, env, (*where, "stop_command"))
+        return values["stop_signal"], command
 
     def port(self, value: object, key: Key) -> int:
         if isinstance(value, bool) or not isinstance(value, int):

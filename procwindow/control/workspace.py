@@ -385,9 +385,9 @@ class _Checker(KeyChecker):
         cwd = self.cwd(table, where)
         env = self.env(table, where)
         grace = self.grace(table, where)
-        stop_signal = self.stop_signal(table, where)
         terminal = self.terminal(table, where)
         self.resolve(args[0], cwd, env, (*where, "shell" if "shell" in table else "argv"))
+        stop_signal, stop_command = self.stopping(table, where, cwd, env)
         deps = self.depends_on(table, where)
         ready = None
         if "ready" in table:
@@ -418,6 +418,7 @@ class _Checker(KeyChecker):
                 env=env,
                 graceful_timeout=grace,
                 stop_signal=stop_signal,
+                stop_command=stop_command,
                 pty=terminal,
                 name=name,
                 depends_on=deps,

@@ -38,6 +38,7 @@ __all__ = [
     "line_matcher",
     "probe",
     "run_check",
+    "run_command",
 ]
 
 log = logging.getLogger("procwindow")
@@ -113,7 +114,7 @@ async def probe(ready: Ready, context: CheckContext = NO_CONTEXT) -> bool:
     if ready.http is not None:
         return await _http_ok(http_target(ready.http), max(ready.interval, 1.0), ready.status)
     assert ready.command is not None
-    return await _command_ok(ready.command, ready.cwd or context.cwd, context)
+    return await run_command(ready.command, ready.cwd or context.cwd, context)
 
 
 async def _port_open(host: str, port: int, timeout: float) -> bool:
@@ -191,13 +192,17 @@ def _ignore() -> None:
     """The orphan reaper's owner of a check command: its status is ours to take."""
 
 
-async def _command_ok(
-    argv: Sequence[str], cwd: str | None = None, context: CheckContext = NO_CONTEXT
+async def run_command(
+    argv: Sequence[str],
+    cwd: str | None = None,
+    context: CheckContext = NO_CONTEXT,
+    timeout: float = CHECK_COMMAND_TIMEOUT,
+    what: str = "readiness check",
 ) -> bool:
-    """Run a check command in a group of its own; True if it exits 0 within
-    CHECK_COMMAND_TIMEOUT. Its exit is seen through a pidfd (no thread, no
-    child watcher), and it is killed with its group when it overruns or the
-    check is cancelled."""
+    """Run a check (or stop) command in a group of its own; True if it exits 0
+    within ``timeout``. Its exit is seen through a pidfd (no thread, no child
+    watcher), and it is killed with its group when it overruns or the check is
+    cancelled."""
     loop = asyncio.get_running_loop()
     check = _start_check(argv, cwd, context)
     if check is None:
@@ -213,12 +218,12 @@ async def _command_ok(
 
         loop.add_reader(pidfd, on_exit)
         try:
-            await asyncio.wait_for(exited, CHECK_COMMAND_TIMEOUT)
+            await asyncio.wait_for(exited, timeout)
         except TimeoutError:
             return False
         return check.wait() == 0
     except OSError as exc:
-        log.warning("readiness check %s cannot be watched: %s", argv[0], exc.strerror or exc)
+        log.warning("%s %s cannot be watched: %s", what, argv[0], exc.strerror or exc)
         return False
     finally:
         if pidfd is not None:

@@ -11,8 +11,9 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
+from . import _pty
 from ._errors import ProcwindowError
 from ._ready import Ready
 from .rules import DEFAULT_TOOL, check_scope_name, shown
@@ -348,8 +349,10 @@ class Command:
     cwd: str | None = None
     env: Mapping[str, str] | None = None
     graceful_timeout: float | None = None
-    #: The signal that asks its runs to stop (None: SIGTERM).
+    #: The signal that asks its runs to stop (None: SIGTERM), or a command run
+    #: to ask them instead.
     stop_signal: int | None = None
+    stop_command: tuple[str, ...] | None = None
     #: Its terminal's size (rows, columns) to run on a pseudo-terminal; None: pipes.
     pty: tuple[int, int] | None = None
     name: str | None = None
@@ -403,6 +406,23 @@ class Command:
                 f"liveness must be a Liveness, got {shown(self.liveness)}", field="liveness"
             )
         _count(self.max_restarts, "max_restarts", 0, MAX_RESTARTS)
+
+    def spawn_args(self, default_grace: float | None) -> dict[str, Any]:
+        """``spawn``'s keyword arguments for a run of it (its grace, else
+        ``default_grace``, the workspace's)."""
+        grace = self.graceful_timeout if self.graceful_timeout is not None else default_grace
+        return {
+            "session": self.session,
+            "agent": self.agent,
+            "tool": self.tool,
+            "cwd": self.cwd,
+            "env": self.env,
+            "graceful_timeout": grace,
+            "stop_signal": self.stop_signal,
+            "stop_command": self.stop_command,
+            "ready": self.readiness,
+            **_pty.spawn_args(self.pty),
+        }
 
     @property
     def dependencies(self) -> tuple[Dependency, ...]:

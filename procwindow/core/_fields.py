@@ -348,7 +348,7 @@ _CHECKS: dict[Kind, Callable[[Field, Any], Any]] = {
     Kind.TIME: _time,
     Kind.FLAG: _flag,
     Kind.CHOICE: _choice,
-    Kind.ARGV: lambda f, v: check_argv(v),
+    Kind.ARGV: lambda f, v: check_argv(v, f.name),
     Kind.STRINGS: _strings,
     Kind.IDS: _ids,
     Kind.ENV: lambda f, v: check_env(v),

@@ -260,6 +260,7 @@ class SupervisorAPI(Protocol):
         env: Mapping[str, str | None] | None = None,
         graceful_timeout: float | None = None,
         stop_signal: int | str | None = None,
+        stop_command: Sequence[str] | None = None,
         timeout: float | None = None,
         merge_stderr: bool = False,
         stdin: bool = False,
@@ -278,7 +279,8 @@ class SupervisorAPI(Protocol):
         overrides the supervisor's for this proc (0 to MAX_GRACEFUL_TIMEOUT seconds).
         ``stop_signal``: what asks it to stop instead of SIGTERM (a name such
         as ``"INT"``, or a number), whenever it is terminated; SIGKILL follows
-        after the grace.
+        after the grace. ``stop_command``: a command run to ask it to stop
+        instead (``["docker", "stop", "db"]``, in its directory and environment).
 
         ``timeout``: after that many seconds the proc is terminated (SIGTERM,
         SIGKILL after the grace) and its exit reason is ``timeout``.

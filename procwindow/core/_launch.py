@@ -88,6 +88,7 @@ class Launcher:
             ready=values["ready"],
             pty=(values["rows"], values["cols"]) if values["pty"] else None,
             stop_signal=values["stop_signal"],
+            stop_command=values["stop_command"],
         )
         if values["reuse"]:
             for child in reversed(self._children.values()):

@@ -23,7 +23,6 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-from . import _pty
 from ._command import Dependency, WorkspaceConflict, WorkspaceNotFound
 from ._command_state import CommandState, commands_table, idx_rows
 from ._errors import NotReady, ProcNotFound, ProcwindowError, SupervisorClosed
@@ -92,6 +91,7 @@ class RunHost(Probed, Protocol):
         env: Mapping[str, str] | None,
         graceful_timeout: float | None,
         stop_signal: int | None,
+        stop_command: Sequence[str] | None,
         ready: Ready | None,
         pty: bool = False,
         rows: int | None = None,
@@ -271,21 +271,9 @@ class WorkspaceRun:
         is its detail)."""
         spec = slot.spec
         self._set(slot, Phase.STARTING, waiting_for=())
-        grace = spec.graceful_timeout
-        if grace is None:
-            grace = self.workspace.graceful_timeout
         try:
             proc = await self.supervisor.spawn(
-                spec.argv,
-                session=spec.session,
-                agent=spec.agent,
-                tool=spec.tool,
-                cwd=spec.cwd,
-                env=spec.env,
-                graceful_timeout=grace,
-                stop_signal=spec.stop_signal,
-                ready=spec.readiness,
-                **_pty.spawn_args(spec.pty),
+                spec.argv, **spec.spawn_args(self.workspace.graceful_timeout)
             )
         except SupervisorClosed:
             raise

@@ -50,6 +50,9 @@ class SpawnOptions:
     #: The signal that asks it to stop (terminate, a timeout, a workspace's
     #: stop); None: SIGTERM.
     stop_signal: int | None = None
+    #: A command run to ask it to stop, instead of the stop signal (in its
+    #: directory and environment); None: the signal.
+    stop_command: tuple[str, ...] | None = None
 
     def spawn_args(self) -> dict[str, Any]:
         """These options as ``spawn``'s keyword arguments (to run it again)."""
@@ -59,6 +62,7 @@ class SpawnOptions:
             "stdin": self.stdin,
             "ready": self.ready,
             "stop_signal": self.stop_signal,
+            "stop_command": self.stop_command,
             **_pty.spawn_args(self.pty),
         }
 

@@ -122,6 +122,16 @@ RUN = Verb(
             workspace=True,
         ),
         Field(
+            "stop_command",
+            Kind.ARGV,
+            "a command that asks it to stop, run instead of sending its stop signal"
+            " (SIGKILL still follows after the graceful timeout)",
+            note="a list of strings",
+            cli=None,
+            mcp=None,
+            workspace=True,
+        ),
+        Field(
             "timeout",
             Kind.SECONDS,
             "terminate it after SECONDS (its exit reason is then 'timeout')",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 import signal
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING
 
 from . import _linux
@@ -17,6 +18,8 @@ from ._types import ExitInfo
 
 if TYPE_CHECKING:
     from ._cgroup import Cgroups
+
+log = logging.getLogger("procwindow")
 
 __all__ = ["TreeSignals", "tree_in"]
 
@@ -185,10 +188,15 @@ class TreeSignals:
     # -- stopping ----------------------------------------------------------------------
 
     async def terminate(
-        self, child: Child, grace: float, on_stopping: Callable[[Child], None]
+        self,
+        child: Child,
+        grace: float,
+        on_stopping: Callable[[Child], None],
+        ask: Callable[[], Awaitable[bool]] | None = None,
     ) -> ExitInfo:
-        """The proc's stop signal (SIGTERM unless it has its own) and SIGCONT to
-        the tree; SIGKILL after ``grace`` seconds; then stop what the leader left
+        """Ask the proc to stop: ``ask`` (its stop command), else (or when that
+        fails) its stop signal (SIGTERM unless it has its own) and SIGCONT to the
+        tree; SIGKILL after ``grace`` seconds; then stop what the leader left
         behind by the same deadline."""
         proc = child.proc
         if proc.exit is not None:  # it exited before this task first ran
@@ -196,8 +204,9 @@ class TreeSignals:
             return proc.exit
         child.note_stop(StopCause.SIGNALLED)
         on_stopping(child)
-        self.signal_tree(child, proc.options.stop_signal or signal.SIGTERM)
-        self.signal_tree(child, signal.SIGCONT)
+        asking = asyncio.ensure_future(self._ask(child, ask)) if ask is not None else None
+        if asking is None:
+            self._send_stop(child)
         deadline = time.monotonic() + grace
         try:
             await asyncio.wait_for(asyncio.shield(child.exit_fut), grace)
@@ -206,9 +215,24 @@ class TreeSignals:
                 child.note_stop(StopCause.ESCALATED)
                 self.signal_tree(child, signal.SIGKILL, FRESH_TTL)
             await asyncio.shield(child.exit_fut)
+        finally:
+            if asking is not None:
+                asking.cancel()  # the stop command goes with its group
+                await asyncio.gather(asking, return_exceptions=True)
         await self._await_tree_gone(child, deadline)
         assert proc.exit is not None
         return proc.exit
+
+    def _send_stop(self, child: Child) -> None:
+        self.signal_tree(child, child.proc.options.stop_signal or signal.SIGTERM)
+        self.signal_tree(child, signal.SIGCONT)
+
+    async def _ask(self, child: Child, ask: Callable[[], Awaitable[bool]]) -> None:
+        """Run the stop command; if it fails (it cannot start, or exits non-zero)
+        while the proc runs, the stop signal asks instead."""
+        if not await ask() and child.proc.exit is None:
+            log.warning("proc %d: its stop command failed; sending its stop signal", child.id)
+            self._send_stop(child)
 
     async def stop_leftovers(self, child: Child, grace: float) -> None:
         """After the leader exited: TERM what remains of its tree, KILL it after

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from ._agent import check_context, run_command
 from ._child import StopCause
 from ._errors import ProcRunning
 from ._tree import FRESH_TTL, SNAPSHOT_TTL
@@ -85,7 +87,8 @@ class Stopping:
         task = child.stop_task
         if task is None or (task.done() and (task.cancelled() or task.exception() is not None)):
             # A stop that failed (out of fds, say) is not the proc's fate: try again.
-            stop = self._signals.terminate(child, self._grace(child.proc), self._mark_stopping)
+            grace = self._grace(child.proc)
+            stop = self._signals.terminate(child, grace, self._mark_stopping, _asker(child, grace))
             task = child.stop_task = asyncio.ensure_future(stop)
         return await asyncio.shield(task)
 
@@ -162,6 +165,15 @@ class Stopping:
             self._capture.close(child)
         gone = await self._sweeper.wait_gone(deadline=time.monotonic() + _LEFTOVER_WAIT)
         return clean and gone
+
+
+def _asker(child: Child, grace: float) -> Callable[[], Awaitable[bool]] | None:
+    """What runs the proc's stop command (None: it has none; its signal asks)."""
+    command = child.proc.options.stop_command
+    if command is None:
+        return None
+    context = check_context(child)
+    return functools.partial(run_command, command, context.cwd, context, grace, "stop command")
 
 
 def _log_failure(what: str) -> Callable[[asyncio.Future[Any]], None]:

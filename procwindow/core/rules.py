@@ -187,23 +187,23 @@ class CommandError(InvalidArgv):
         self.reason = reason
 
 
-def check_argv(argv: object) -> tuple[str, ...]:
-    """``argv`` as a tuple of strings, or CommandError (an InvalidArgv)."""
+def check_argv(argv: object, what: str = "argv") -> tuple[str, ...]:
+    """``argv`` as a tuple of strings, or CommandError (an InvalidArgv) naming ``what``."""
     if isinstance(argv, (str, bytes)):
-        raise CommandError("argv", f"must be a sequence of strings, not {_kind(argv)}")
+        raise CommandError(what, f"must be a sequence of strings, not {_kind(argv)}")
     if not isinstance(argv, Iterable) or isinstance(argv, Mapping):
-        raise CommandError("argv", f"must be a sequence of strings, got {shown(argv)}")
+        raise CommandError(what, f"must be a sequence of strings, got {shown(argv)}")
     args = tuple(argv)
     if not args:
-        raise CommandError("argv", "must not be empty")
+        raise CommandError(what, "must not be empty")
     for i, arg in enumerate(args):
         if not isinstance(arg, str):
-            raise CommandError("argv", f"is {_kind(arg)}, not a str: {shown(arg)}", i)
+            raise CommandError(what, f"is {_kind(arg)}, not a str: {shown(arg)}", i)
         # Any other character is the child's business; NUL cannot reach it.
         if "\0" in arg:
-            raise CommandError("argv", f"contains a NUL byte: {shown(arg)}", i)
+            raise CommandError(what, f"contains a NUL byte: {shown(arg)}", i)
     if not args[0]:
-        raise CommandError("argv", "must not be empty: it names the program", 0)
+        raise CommandError(what, "must not be empty: it names the program", 0)
     return args
 
 

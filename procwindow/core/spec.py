@@ -381,7 +381,8 @@ _VERB_LIST: tuple[Verb, ...] = (
     ),
     Verb(
         "term",
-        "SIGTERM, then SIGKILL after the graceful timeout; waits for the exit",
+        "its stop signal (SIGTERM unless it has its own) or stop command, then SIGKILL after"
+        " the graceful timeout; waits for the exit",
         PROC_ID,
         library="term",
         ctl="term",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -804,3 +805,21 @@ def test_stop_signal_at_every_surface(server: Server) -> None:
         {"op": "run", "session": "s", "agent": "a", "argv": ["true"], "stop_signal": "NOPE"}
     )
     assert reply["error"]["code"] == "bad-field" and "got 'NOPE'" in reply["error"]["message"]
+    # stop_command: a proc carries it, and a bad one is refused by the rule of a command.
+    with Client(server.path) as c:
+        flag = f"/tmp/procwindow-stop-{proc_id}-{time.monotonic_ns()}"
+        asked = c.call(
+            "run",
+            session="s",
+            agent="a",
+            argv=["sh", "-c", f"echo ready; until test -f {flag}; do sleep 0.05; done; exit 4"],
+            stop_command=["touch", flag],
+        )["id"]
+        assert _proc(c, asked)["stop_command"] == ["touch", flag]
+        _until(lambda: c.call("out", proc=asked)["lines"], what="ready")
+        assert c.call("term", proc=asked)["code"] == 4
+    os.unlink(flag)
+    reply = server.request(
+        {"op": "run", "session": "s", "agent": "a", "argv": ["true"], "stop_command": []}
+    )
+    assert reply["error"]["message"] == "stop_command must not be empty", reply

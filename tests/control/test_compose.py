@@ -344,11 +344,11 @@ REFUSED: dict[str, tuple[str, int | None, str, str]] = {
         "processes.db.command",
         "holds a Go template (not supported:",
     ),
-    "shutdown-command": (
-        "processes:\n  db:\n    command: x\n    shutdown:\n      command: docker stop db\n",
+    "shutdown-command-template": (
+        "processes:\n  db:\n    command: x\n    shutdown:\n      command: 'stop {{.Name}}'\n",
         5,
         "processes.db.shutdown.command",
-        "(not supported: a command is stopped by its signal (shutdown.signal), then SIGKILL)",
+        "holds a Go template (not supported: templates are not rendered)",
     ),
     "shutdown-signal": (
         "processes:\n  db:\n    command: x\n    shutdown:\n      signal: 999\n",
@@ -610,7 +610,10 @@ def test_serve_runs_a_process_compose_file_in_order_and_gates_on_conditions(tmp_
         processes:
           db:
             namespace: infra
-            command: "sleep 0.5; {note} db; touch db.ready; exec sleep 60"
+            command: "sleep 0.5; {note} db; touch db.ready; until test -f db.stop; do sleep 0.05; done; {note} db-stopped-by-its-command"
+            shutdown:
+              command: "touch db.stop"
+              timeout_seconds: 20
             readiness_probe:
               exec:
                 command: "test -f db.ready"
@@ -659,6 +662,12 @@ def test_serve_runs_a_process_compose_file_in_order_and_gates_on_conditions(tmp_
         assert stop_server(srv) == 0
     order = [line.split() for line in log.read_text().splitlines()]
     # report never ran: what it waited for failed; api was stopped by its own signal.
-    assert [name for name, _t in order] == ["db", "migrate", "api", "api-stopped-by-SIGINT"]
+    assert [name for name, _t in order] == [
+        "db",
+        "migrate",
+        "api",
+        "api-stopped-by-SIGINT",
+        "db-stopped-by-its-command",  # after api: dependents stop first
+    ]
     times = [float(t) for _name, t in order]
     assert times == sorted(times)

@@ -473,6 +473,21 @@ def test_stop_signal_of_a_command(tmp_path):
         str(tmp_path / "ws.toml"),
     )
     assert [c.stop_signal for c in ws.commands] == [2, 1, None]
+    ws = parse_workspace(
+        HEAD + cmd('name = "api"\nargv = ["true"]\nstop_command = ["sh", "-c", "kill 1"]\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    assert ws.commands[0].stop_command == ("sh", "-c", "kill 1")
+    path = tmp_path / "bad.toml"
+    for value, fact in (
+        ("[]", "stop_command: must not be empty"),
+        ('"stop it"', "stop_command: must be a sequence of strings, not a str"),
+        ('["no-such-program-here"]', "stop_command: command not found: 'no-such-program-here'"),
+    ):
+        path.write_text(HEAD + cmd(f'name = "api"\nargv = ["true"]\nstop_command = {value}\n'))
+        with pytest.raises(WorkspaceError) as info:
+            load_workspace(path)
+        assert str(info.value).startswith(f"{path}:8: {C0}.{fact}"), str(info.value)
     path = tmp_path / "bad.toml"
     for value in ("0", '"NOPE"', "true"):
         path.write_text(HEAD + cmd(f'name = "api"\nargv = ["true"]\nstop_signal = {value}\n'))

@@ -7,6 +7,7 @@ import os
 import re
 import signal
 
+import psutil
 import pytest
 
 from procwindow import ExitReason, InvalidField, ProcState, Supervisor
@@ -144,6 +145,56 @@ def test_a_stop_handler_s_own_command_gets_no_second_signal(run, tmp_path):
                 info = await asyncio.wait_for(sup.term(q.id), 5)
                 assert (info.code, info.reason) == (7, ExitReason.TERMINATED)
                 assert status.read_text() == "0\n", f"attempt {attempt}: cut short"
+
+    run(main())
+
+
+#: Runs until the file argv[1] exists, then says so and exits 5; ignores SIGTERM.
+UNTIL_FLAG = """
+    trap '' TERM
+    echo ready
+    until test -f "$1"; do sleep 0.05; done
+    echo asked; exit 5
+"""
+
+
+def test_a_stop_command_asks_instead_of_the_signal(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
+            flag = tmp_path / "stop-now"
+            # It runs in the proc's directory and environment (FLAG is the proc's own).
+            p = await sup.spawn(
+                ["bash", "-c", UNTIL_FLAG, "until-flag", str(flag)],
+                session="s",
+                agent="a",
+                cwd=tmp_path,
+                env={"FLAG": flag.name},
+                stop_command=["sh", "-c", 'touch "$FLAG"'],
+            )
+            assert p.options.stop_command == ("sh", "-c", 'touch "$FLAG"')
+            await until(lambda: "ready" in sup.read(p.id).text, what="ready")
+            info = await asyncio.wait_for(sup.term(p.id), 5)
+            assert (info.code, info.reason) == (5, ExitReason.TERMINATED)
+            assert "asked" in sup.read(p.id).text
+            # A stop command that fails: the stop signal asks instead.
+            q = await sup.spawn(["sleep", "30"], session="s", agent="a", stop_command=["false"])
+            info = await asyncio.wait_for(sup.term(q.id), 5)
+            assert (info.signal, info.reason) == (signal.SIGTERM, ExitReason.TERMINATED)
+
+    run(main())
+
+
+def test_a_stop_command_that_does_not_stop_it_is_bounded_by_the_grace(run, tmp_path):
+    async def main():
+        async with Supervisor(log_dir=tmp_path, graceful_timeout=0.5) as sup:
+            # It asks nothing and runs on: SIGKILL after the grace takes both.
+            p = await sup.spawn(IGNORES_TERM, session="s", agent="a", stop_command=["sleep", "60"])
+            await until(lambda: sup.read(p.id).lines, what="ready")
+            info = await asyncio.wait_for(sup.term(p.id), 5)
+            assert info.reason is ExitReason.ESCALATED
+            assert not any(
+                "sleep 60" in " ".join(c.cmdline()) for c in psutil.Process().children(True)
+            )
 
     run(main())
 
