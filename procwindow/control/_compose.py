@@ -76,6 +76,8 @@ _TOP = {
     "log_length",
     "log_format",
     "is_tui_disabled",
+    # what procwindow does always: dependents stop first
+    "ordered_shutdown",
 }
 #: Refused at the top and in a process alike.
 _REFUSED = {
@@ -88,6 +90,7 @@ _TOP_REFUSED = {
     "extends": "one file is read; merge it into this one",
     "env_cmds": "environment commands are not run",
     "services": "this reads like a Docker Compose file, whose services run containers",
+    "mcp_server": "procwindow mcp serves agents itself; run it beside",
 }
 _PROCESS = {
     "command",
@@ -102,9 +105,14 @@ _PROCESS = {
     "availability",
     "shutdown",
     "is_tty",
+    "is_interactive",
+    "env_file",
     "description",
     "disable_ansi_colors",
     "replicas",
+    "success_exit_codes",
+    # how long a daemon may take to start (daemons are refused)
+    "launch_timeout_seconds",
 }
 #: Flags accepted as false, refused as true.
 _PROCESS_FLAGS = {
@@ -114,7 +122,7 @@ _PROCESS_FLAGS = {
     "is_foreground": "every process starts on its own; run it with procwindow ctl run",
     "is_elevated": "procwindow does not run sudo",
 }
-_PROCESS_REFUSED = _REFUSED
+_PROCESS_REFUSED = {**_REFUSED, "extends": "one process's keys are not merged into another's"}
 _PROBE = {
     "exec",
     "http_get",
@@ -129,6 +137,10 @@ _EXEC_REFUSED = {"working_dir": "a probe runs in its process's working_dir"}
 _HTTP = {"host", "scheme", "path", "port", "num_port", "status_code"}
 _HTTP_REFUSED = {"headers": "an http check sends no headers"}
 _AVAILABILITY = {"restart", "backoff_seconds", "max_restarts", "exit_on_end"}
+_AVAILABILITY_REFUSED = {
+    "exit_on_skipped": "exit_on_end and exit_on_failure end the workspace when the process"
+    " is skipped too",
+}
 _SHUTDOWN = {"command", "signal", "timeout_seconds", "parent_only"}
 _DEPENDENCY = {"condition"}
 _SHELL = {"shell_command", "shell_argument", "elevated_shell_command", "elevated_shell_argument"}
@@ -186,7 +198,7 @@ class _Reader(ValueReader):
         for name in ("version", "log_level", "log_format"):
             if name in top:
                 self.string(top[name], (name,))
-        for name in ("is_strict", "is_tui_disabled"):
+        for name in ("is_strict", "is_tui_disabled", "ordered_shutdown"):
             if name in top:
                 self.boolean(top[name], (name,))
         if "log_length" in top:
@@ -269,6 +281,10 @@ class _Reader(ValueReader):
         for flag in ("disable_ansi_colors",):
             if flag in table:
                 self.boolean(table[flag], (*key, flag))
+        if "launch_timeout_seconds" in table:
+            self.integer(table["launch_timeout_seconds"], (*key, "launch_timeout_seconds"))
+        if "success_exit_codes" in table:
+            self.success_codes(table["success_exit_codes"], (*key, "success_exit_codes"))
         data: dict[str, Any] = {"name": name}
         data["argv"] = self.argv(node, key, table, where)
         if "working_dir" in table:
@@ -276,9 +292,13 @@ class _Reader(ValueReader):
             data["cwd"] = self.rendered(table["working_dir"], sub)
             self.place((*where, "cwd"), table["working_dir"], sub)
         data["env"] = self.env(name, table, key, where, base_env, env)
-        if "is_tty" in table and self.boolean(table["is_tty"], (*key, "is_tty")):
-            data["pty"] = True
-            self.place((*where, "pty"), table["is_tty"], (*key, "is_tty"))
+        for tty in ("is_tty", "is_interactive"):  # a terminal, which write() types into
+            if tty in table and self.boolean(table[tty], (*key, tty)):
+                data["pty"] = True
+                self.place((*where, "pty"), table[tty], (*key, tty))
+        if "env_file" in table:
+            data["env_file"] = self.env_files(table["env_file"], (*key, "env_file"))
+            self.place((*where, "env_file"), table["env_file"], (*key, "env_file"))
         if "depends_on" in table:
             data["depends_on"] = self.depends_on(table["depends_on"], key, where, conditions)
         self.readiness(table, key, where, data)
@@ -289,6 +309,22 @@ class _Reader(ValueReader):
         if "shutdown" in table:
             self.shutdown(table["shutdown"], (*key, "shutdown"), where, data)
         return data
+
+    def success_codes(self, node: Node, key: Key) -> None:
+        """``success_exit_codes``: read if it says what procwindow does (0 only)."""
+        if not isinstance(node.value, list):
+            raise self.fail(node, key, f"must be a list of exit codes, got {kind(node)}")
+        for i, item in enumerate(node.value):
+            if self.integer(item, (*key, i)) != 0:
+                raise self.fail(
+                    item, (*key, i), "is not read (not supported: only exit code 0 is a success)"
+                )
+
+    def env_files(self, node: Node, key: Key) -> str | list[str]:
+        """``env_file``: a dotenv file, or a list of them (beside this file)."""
+        if isinstance(node.value, list):
+            return [self.rendered(item, (*key, i)) for i, item in enumerate(node.value)]
+        return self.rendered(node, key)
 
     def argv(self, node: Node, key: Key, table: dict[str, Node], where: Key) -> list[str]:
         if "command" in table and "entrypoint" in table:
@@ -458,7 +494,7 @@ class _Reader(ValueReader):
         return f"{parts['scheme']}://{parts['host']}{port}{parts['path']}", status
 
     def availability(self, node: Node, key: Key, where: Key, data: dict[str, Any]) -> None:
-        table = self.mapping(node, key, _AVAILABILITY)
+        table = self.mapping(node, key, _AVAILABILITY, _AVAILABILITY_REFUSED)
         restart = "no"
         if "restart" in table:
             sub = (*key, "restart")

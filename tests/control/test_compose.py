@@ -281,6 +281,67 @@ def test_values_are_expanded_from_the_environment_and_the_dotenv_file(tmp_path, 
     }
 
 
+def test_keys_of_newer_process_compose_files_as_its_repository_uses_them(tmp_path):
+    # The shapes of process-compose's own fixtures (fixtures-code/, issues/).
+    (tmp_path / ".env.test").write_text("MY_NAME=test\n")
+    ws = load_workspace(
+        write(
+            tmp_path,
+            """\
+            version: "0.5"
+            ordered_shutdown: true
+            processes:
+              interactive:
+                command: "read -r line; echo got $$line"
+                is_interactive: true
+              test_env_file:
+                command: "echo My name is $$MY_NAME"
+                env_file: ".env.test"
+                success_exit_codes: [0]
+              postgresql:
+                command: "sleep 60"
+                launch_timeout_seconds: 30
+            """,
+        )
+    )
+    cmds = {c.name: c for c in ws.commands}
+    assert cmds["interactive"].pty is not None  # a terminal, as is_tty gives
+    assert cmds["test_env_file"].env is not None
+    assert cmds["test_env_file"].env["MY_NAME"] == "test"
+    assert cmds["postgresql"].pty is None
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "fragment"),
+    [
+        (
+            "processes:\n  a:\n    command: x\n    success_exit_codes: [0, 2]\n",
+            "processes.a.success_exit_codes[1]",
+            "(not supported: only exit code 0 is a success)",
+        ),
+        (
+            "processes:\n  a:\n    command: x\n    availability:\n      exit_on_skipped: true\n",
+            "processes.a.availability.exit_on_skipped",
+            "(not supported: exit_on_end and exit_on_failure end the workspace when the process"
+            " is skipped too)",
+        ),
+        (
+            "mcp_server:\n  host: localhost\nprocesses:\n  a:\n    command: x\n",
+            "mcp_server",
+            "(not supported: procwindow mcp serves agents itself; run it beside)",
+        ),
+        (
+            "processes:\n  a:\n    command: x\n  b:\n    extends: a\n",
+            "processes.b.extends",
+            "(not supported: one process's keys are not merged into another's)",
+        ),
+    ],
+)
+def test_newer_keys_that_cannot_be_mapped_are_refused_with_why(tmp_path, text, key, fragment):
+    message = str(error_of(tmp_path, text))
+    assert f": {key}: is not read {fragment}" in message, message
+
+
 def test_shell_and_plain_yaml_values_are_read_as_process_compose_reads_them(tmp_path):
     ws = parse_workspace(
         textwrap.dedent(
