@@ -106,6 +106,7 @@ _PROCESS = {
     "shutdown",
     "is_tty",
     "is_interactive",
+    "disabled",
     "env_file",
     "description",
     "disable_ansi_colors",
@@ -117,8 +118,6 @@ _PROCESS = {
 #: Flags accepted as false, refused as true.
 _PROCESS_FLAGS = {
     "is_daemon": "a daemon leaves the process procwindow watches; run it in the foreground",
-    "disabled": "every process of a workspace starts; remove it, or name the others:"
-    " procwindow serve FILE NAME…",
     "is_foreground": "every process starts on its own; run it with procwindow ctl run",
     "is_elevated": "procwindow does not run sudo",
 }
@@ -296,6 +295,9 @@ class _Reader(ValueReader):
             if tty in table and self.boolean(table[tty], (*key, tty)):
                 data["pty"] = True
                 self.place((*where, "pty"), table[tty], (*key, tty))
+        if "disabled" in table and self.boolean(table["disabled"], (*key, "disabled")):
+            data["disabled"] = True
+            self.place((*where, "disabled"), table["disabled"], (*key, "disabled"))
         if "env_file" in table:
             data["env_file"] = self.env_files(table["env_file"], (*key, "env_file"))
             self.place((*where, "env_file"), table["env_file"], (*key, "env_file"))

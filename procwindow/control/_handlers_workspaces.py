@@ -36,9 +36,7 @@ class _WorkspaceVerbs:
     async def _up(self, req: dict[str, Any], conn: Conn) -> Any:
         """Load a workspace file (checked whole first) and start it here: all
         of it, or only ``commands`` (with what they depend on unless ``no_deps``)."""
-        ws = load_workspace(req["path"])
-        if req["commands"]:
-            ws = ws.only(req["commands"], deps=not req["no_deps"])
+        ws = load_workspace(req["path"]).select(req["commands"] or (), deps=not req["no_deps"])
         run = await ws.start(self.sup)
         return _run_to_json(run)
 

@@ -79,11 +79,11 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def selected(ws: Workspace, args: argparse.Namespace) -> Workspace:
-    """The part of ``ws`` that ``COMMAND…``/``--no-deps`` choose (all of it without)."""
-    commands = getattr(args, "commands", None)
-    if not commands:
-        return ws
-    return ws.only(commands, deps=not getattr(args, "no_deps", False))
+    """The part of ``ws`` that ``COMMAND…``/``--no-deps`` choose (without, all of
+    it but its ``disabled`` commands)."""
+    return ws.select(
+        getattr(args, "commands", None) or (), deps=not getattr(args, "no_deps", False)
+    )
 
 
 def add_server_options(parser: argparse.ArgumentParser) -> None:

@@ -130,6 +130,7 @@ WORKSPACE_ONLY = frozenset(
         "env_file",
         "exit_on_end",
         "exit_on_failure",
+        "disabled",
     }
 )
 #: Every key of a command: ``run``'s fields that a workspace takes, and its own.
@@ -407,6 +408,7 @@ class _Checker(KeyChecker):
         max_restarts = self.max_restarts(table, where)
         exit_on_end = self.flag(table, "exit_on_end", where)
         exit_on_failure = self.flag(table, "exit_on_failure", where)
+        disabled = self.flag(table, "disabled", where)
         self._placed.append((where, name is not None, deps))
         try:
             return Command(
@@ -429,6 +431,7 @@ class _Checker(KeyChecker):
                 max_restarts=max_restarts,
                 exit_on_end=exit_on_end,
                 exit_on_failure=exit_on_failure,
+                disabled=disabled,
             )
         except InvalidWorkspace as exc:  # each key was checked: a rule missed above
             key = (*where, exc.field) if exc.field else where

@@ -366,6 +366,9 @@ class Command:
     #: workspace and exits with its status; ``exit_on_failure``: only if it failed.
     exit_on_end: bool = False
     exit_on_failure: bool = False
+    #: Started only when named (``up FILE NAME``) or depended on (process-compose's
+    #: ``disabled``).
+    disabled: bool = False
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "argv", tuple(self.argv))

@@ -190,6 +190,21 @@ class Workspace:
                 kept.append(c)
         return replace(self, commands=kept)
 
+    def select(self, names: Sequence[str] = (), *, deps: bool = True) -> Workspace:
+        """What ``up FILE [NAME…]`` starts: with names, :meth:`only` those; with
+        none, every command but the ``disabled`` ones that no other depends on.
+
+        >>> seed = Command("s", "seed", ("true",), disabled=True)
+        >>> ws = Workspace([Command("s", "db", ("true",)), seed])
+        >>> [c.name for c in ws.select().commands], [c.name for c in ws.select(["seed"]).commands]
+        (['db'], ['seed'])
+        """
+        if names:
+            return self.only(names, deps=deps)
+        if not any(c.disabled for c in self.commands):
+            return self
+        return self.only([str(c.name) for c in self.commands if not c.disabled])
+
     def command(self, name: str) -> Command:
         """The command named ``name``; WorkspaceNotFound if there is none."""
         for c in self.commands:

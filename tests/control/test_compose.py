@@ -380,12 +380,6 @@ REFUSED: dict[str, tuple[str, int | None, str, str]] = {
         "processes.db.is_daemon",
         "(not supported: a daemon leaves the process procwindow watches",
     ),
-    "disabled": (
-        "processes:\n  db:\n    command: x\n    disabled: true\n",
-        4,
-        "processes.db.disabled",
-        "(not supported: every process of a workspace starts",
-    ),
     "replicas": (
         "processes:\n  db:\n    command: x\n    replicas: 3\n",
         4,
@@ -655,6 +649,46 @@ def _wait(cond, timeout=30.0, what="condition"):
             return value
         assert time.monotonic() < end, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def test_a_disabled_process_starts_only_when_named_or_depended_on(tmp_path):
+    path = write(
+        tmp_path,
+        """\
+        processes:
+          db:
+            command: "sleep 60"
+          seed:
+            command: "echo seeded; sleep 60"
+            disabled: true
+          tools:
+            command: "sleep 60"
+            disabled: true
+          api:
+            command: "sleep 60"
+            depends_on:
+              tools:
+                condition: process_started
+        """,
+    )
+    ws = load_workspace(path)
+    assert [c.name for c in ws.commands if c.disabled] == ["seed", "tools"]
+    srv = start_server(tmp_path, str(path))
+    try:
+
+        def names() -> list[str]:
+            reply = srv.request({"op": "workspaces"})["result"]
+            return sorted(c["name"] for w in reply for c in w["commands"])
+
+        # Not named: seed stays out; tools starts, as api depends on it.
+        assert _wait(lambda: names() == ["api", "db", "tools"] and names(), what="three")
+    finally:
+        assert stop_server(srv) == 0
+    srv = start_server(tmp_path, str(path), "seed")  # named, it starts
+    try:
+        assert _wait(lambda: names() == ["seed"] and names(), what="seed alone")
+    finally:
+        assert stop_server(srv) == 0
 
 
 def test_serve_runs_a_process_compose_file_in_order_and_gates_on_conditions(tmp_path):

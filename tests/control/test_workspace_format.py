@@ -496,3 +496,14 @@ def test_stop_signal_of_a_command(tmp_path):
         text = str(info.value)
         assert text.startswith(f"{path}:8: {C0}.stop_signal: stop_signal must be a signal name")
         assert "\n" not in text
+
+
+def test_a_disabled_command_starts_only_when_named(tmp_path):
+    ws = parse_workspace(
+        HEAD
+        + cmd('name = "db"\nargv = ["true"]\n')
+        + cmd('name = "seed"\nargv = ["true"]\ndisabled = true\n'),
+        str(tmp_path / "ws.toml"),
+    )
+    assert [c.name for c in ws.select().commands] == ["db"]
+    assert [c.name for c in ws.select(["seed"]).commands] == ["seed"]
