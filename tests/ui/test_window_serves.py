@@ -83,6 +83,20 @@ def test_ctl_run_adds_a_row_to_the_open_proc_window(
     run(scenario())
 
 
+def window_env(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """The environment of a window run here: its own runtime and state directories."""
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = dict(
+        os.environ,
+        PYTHONPATH=str(ROOT),
+        XDG_RUNTIME_DIR=str(runtime),
+        XDG_STATE_HOME=str(tmp_path / "state"),
+        QT_QPA_PLATFORM="offscreen",
+    )
+    return env, runtime
+
+
 def test_up_opens_a_workspace_that_ctl_reaches(tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -94,15 +108,7 @@ def test_up_opens_a_workspace_that_ctl_reaches(tmp_path: Path) -> None:
         '[[session]]\nname = "proj"\n[[session.agent]]\nname = "dev"\n'
         '[[session.agent.command]]\nargv = ["sh", "-c", "echo up-and-running; sleep 60"]\n'
     )
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(ROOT),
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        QT_QPA_PLATFORM="offscreen",
-    )
+    env, runtime = window_env(tmp_path)
     app = subprocess.Popen(
         [sys.executable, "-m", "procwindow", "up", str(ws)],
         env=env,
@@ -152,15 +158,7 @@ def test_up_with_exit_code_from_closes_the_window_with_the_command_s_status(
     ws = tmp_path / "ws.toml"
     head = '[[session]]\nname = "proj"\n[[session.agent]]\nname = "dev"\n'
     db = f'[[session.agent.command]]\nname = "db"\nshell = "echo $$ > {pid_file}; exec sleep 60"\n'
-    runtime = tmp_path / "runtime"
-    runtime.mkdir(mode=0o700)
-    env = dict(
-        os.environ,
-        PYTHONPATH=str(ROOT),
-        XDG_RUNTIME_DIR=str(runtime),
-        XDG_STATE_HOME=str(tmp_path / "state"),
-        QT_QPA_PLATFORM="offscreen",
-    )
+    env, _runtime = window_env(tmp_path)
 
     def up(tests: str, *extra: str) -> subprocess.CompletedProcess[str]:
         ws.write_text(
