@@ -61,6 +61,8 @@ _UNLIMITED = MAX_RESTARTS
 #: longest backoff): process-compose counts every restart, not those in a row.
 _LONG_RUN = MAX_BACKOFF
 _SIGTERM = int(signal.SIGTERM)
+#: The most replicas of one process.
+_MAX_REPLICAS = 100
 
 # Keys read, and keys refused with why. A value of null is as if the key were absent.
 _TOP = {
@@ -145,6 +147,17 @@ _DEPENDENCY = {"condition"}
 _SHELL = {"shell_command", "shell_argument", "elevated_shell_command", "elevated_shell_argument"}
 
 
+def _by_replica(deps: dict[str, str], replicas: dict[str, list[str]]) -> dict[str, str]:
+    """``depends_on`` with a replicated process's name standing for each of its
+    replicas; a replica named on its own keeps its own condition."""
+    out: dict[str, str] = {}
+    for dep, condition in deps.items():
+        for name in replicas.get(dep, ()):
+            out.setdefault(name, condition)
+    out.update((dep, condition) for dep, condition in deps.items() if dep not in replicas)
+    return out
+
+
 def compose_data(
     text: str, path: str, places: Places, dotenv: Callable[[], dict[str, str]]
 ) -> dict[str, Any]:
@@ -217,6 +230,7 @@ class _Reader(ValueReader):
         sessions: dict[str, dict[str, Any]] = {}
         ready_kinds: dict[str, str | None] = {}
         conditions: list[tuple[str, str, Node, Key]] = []
+        replicas: dict[str, list[str]] = {}
         for name, node in processes.items():
             key: Key = ("processes", name)
             table = self.mapping(node, key, _PROCESS | set(_PROCESS_FLAGS), _PROCESS_REFUSED)
@@ -233,14 +247,25 @@ class _Reader(ValueReader):
             where: Key = ("session", si, "agent", len(agents), "command", 0)
             self.place(where[:4], node, key)
             command = self.process(name, node, key, table, where, base_env, env, conditions)
-            ready_kinds[name] = (
-                "readiness_probe"
-                if "readiness_probe" in table
-                else "ready_log_line"
-                if "ready_log_line" in table
-                else None
-            )
-            agents.append({"name": name, "command": [command]})
+            names = self.replica_names(name, table, key)
+            commands = [command]
+            if names:
+                replicas[name] = names
+                commands = [self.replica(command, n, i, where) for i, n in enumerate(names)]
+            for each in (name, *names):
+                ready_kinds[each] = (
+                    "readiness_probe"
+                    if "readiness_probe" in table
+                    else "ready_log_line"
+                    if "ready_log_line" in table
+                    else None
+                )
+            agents.append({"name": name, "command": commands})
+        for session in sessions.values():
+            for agent in session["agent"]:
+                for command in agent["command"]:
+                    if command.get("depends_on") and replicas:
+                        command["depends_on"] = _by_replica(command["depends_on"], replicas)
         # A condition waits for the kind of readiness its dependency has.
         for dep, condition, node, key in conditions:
             wants = {"process_healthy": "readiness_probe", "process_log_ready": "ready_log_line"}
@@ -268,12 +293,6 @@ class _Reader(ValueReader):
         for flag, why in _PROCESS_FLAGS.items():
             if flag in table and self.boolean(table[flag], (*key, flag)):
                 raise self.fail(table[flag], (*key, flag), f"is not read (not supported: {why})")
-        if "replicas" in table and self.integer(table["replicas"], (*key, "replicas")) > 1:
-            raise self.fail(
-                table["replicas"],
-                (*key, "replicas"),
-                "more than one replica (not supported: a command runs once; copy the process)",
-            )
         for name_ in ("description",):
             if name_ in table:
                 self.string(table[name_], (*key, name_))
@@ -311,6 +330,27 @@ class _Reader(ValueReader):
         if "shutdown" in table:
             self.shutdown(table["shutdown"], (*key, "shutdown"), where, data)
         return data
+
+    def replica_names(self, name: str, table: dict[str, Node], key: Key) -> list[str]:
+        """``replicas``: the names of its replicas (``NAME-0``…), none for one."""
+        if "replicas" not in table:
+            return []
+        count = self.integer(table["replicas"], (*key, "replicas"))
+        if not 1 <= count <= _MAX_REPLICAS:
+            raise self.fail(
+                table["replicas"], (*key, "replicas"), f"must be 1 to {_MAX_REPLICAS}, got {count}"
+            )
+        return [f"{name}-{i}" for i in range(count)] if count > 1 else []
+
+    def replica(self, command: dict[str, Any], name: str, i: int, where: Key) -> dict[str, Any]:
+        """Replica ``i`` of ``command`` (placed at ``where``): its name, and
+        its PC_PROC_NAME and PC_REPLICA_NUM; its keys are placed as the first's."""
+        if i:
+            for data_key, place in list(self.places.items()):
+                if data_key[: len(where)] == where:
+                    self.places[(*where[:-1], i, *data_key[len(where) :])] = place
+        env = {**command["env"], "PC_PROC_NAME": name, "PC_REPLICA_NUM": str(i)}
+        return {**command, "name": name, "env": env}
 
     def success_codes(self, node: Node, key: Key) -> None:
         """``success_exit_codes``: read if it says what procwindow does (0 only)."""

@@ -381,10 +381,10 @@ REFUSED: dict[str, tuple[str, int | None, str, str]] = {
         "(not supported: a daemon leaves the process procwindow watches",
     ),
     "replicas": (
-        "processes:\n  db:\n    command: x\n    replicas: 3\n",
+        "processes:\n  db:\n    command: x\n    replicas: 0\n",
         4,
         "processes.db.replicas",
-        "(not supported: a command runs once",
+        "must be 1 to 100, got 0",
     ),
     "log-location": (
         "processes:\n  db:\n    command: x\n    log_location: ./db.log\n",
@@ -649,6 +649,52 @@ def _wait(cond, timeout=30.0, what="condition"):
             return value
         assert time.monotonic() < end, f"timed out waiting for {what}"
         time.sleep(0.05)
+
+
+def test_replicas_are_commands_of_one_agent_and_a_dependency_on_the_group_is_on_each(
+    tmp_path,
+):
+    path = write(
+        tmp_path,
+        """\
+        processes:
+          worker:
+            command: "echo worker $$PC_REPLICA_NUM of $$PC_PROC_NAME; sleep 60"
+            replicas: 3
+          api:
+            command: "sleep 60"
+            depends_on:
+              worker:
+                condition: process_started
+              worker-2:
+                condition: process_completed
+        """,
+    )
+    ws = load_workspace(path)
+    workers = [c for c in ws.commands if c.agent == "worker"]
+    assert [c.name for c in workers] == ["worker-0", "worker-1", "worker-2"]
+    assert [c.env["PC_REPLICA_NUM"] for c in workers if c.env] == ["0", "1", "2"]
+    (api,) = [c for c in ws.commands if c.name == "api"]
+    assert {(d.name, d.condition.value) for d in api.dependencies} == {
+        ("worker-0", "started"),
+        ("worker-1", "started"),
+        ("worker-2", "completed"),  # named on its own, its own condition
+    }
+    srv = start_server(tmp_path, str(path))
+    try:
+
+        def said() -> set[str]:
+            procs = srv.request({"op": "procs"})["result"]
+            texts = set()
+            for p in procs:
+                lines = srv.request({"op": "out", "proc": p["id"]})["result"]["lines"]
+                texts.update(line["text"] for line in lines)
+            return texts
+
+        want = {f"worker {i} of worker-{i}" for i in range(3)}
+        assert _wait(lambda: want <= said(), what="each replica's line")
+    finally:
+        assert stop_server(srv) == 0
 
 
 def test_a_disabled_process_starts_only_when_named_or_depended_on(tmp_path):
