@@ -34,6 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..core import MAX_BACKOFF, MAX_RESTARTS
+from ._compose_probes import probe, readiness
 from ._compose_yaml import Node, Places, Scalar, ValueReader, kind, locate, read_tree
 from ._toml_lines import Key
 
@@ -124,19 +125,6 @@ _PROCESS_FLAGS = {
     "is_elevated": "procwindow does not run sudo",
 }
 _PROCESS_REFUSED = {**_REFUSED, "extends": "one process's keys are not merged into another's"}
-_PROBE = {
-    "exec",
-    "http_get",
-    "initial_delay_seconds",
-    "period_seconds",
-    "timeout_seconds",
-    "success_threshold",
-    "failure_threshold",
-}
-_EXEC = {"command"}
-_EXEC_REFUSED = {"working_dir": "a probe runs in its process's working_dir"}
-_HTTP = {"host", "scheme", "path", "port", "num_port", "status_code"}
-_HTTP_REFUSED = {"headers": "an http check sends no headers"}
 _AVAILABILITY = {"restart", "backoff_seconds", "max_restarts", "exit_on_end"}
 _AVAILABILITY_REFUSED = {
     "exit_on_skipped": "exit_on_end and exit_on_failure end the workspace when the process"
@@ -322,9 +310,10 @@ class _Reader(ValueReader):
             self.place((*where, "env_file"), table["env_file"], (*key, "env_file"))
         if "depends_on" in table:
             data["depends_on"] = self.depends_on(table["depends_on"], key, where, conditions)
-        self.readiness(table, key, where, data)
+        readiness(self, self.probe_shell, table, key, where, data)
         if "liveness_probe" in table:
-            data["liveness"] = self.probe(table["liveness_probe"], (*key, "liveness_probe"), where)
+            live = table["liveness_probe"]
+            data["liveness"] = probe(self, self.probe_shell, live, (*key, "liveness_probe"), where)
         if "availability" in table:
             self.availability(table["availability"], (*key, "availability"), where, data)
         if "shutdown" in table:
@@ -447,93 +436,6 @@ class _Reader(ValueReader):
         return out
 
     # -- checks ------------------------------------------------------------------
-
-    def readiness(self, table: dict[str, Node], key: Key, where: Key, data: dict[str, Any]) -> None:
-        if "readiness_probe" in table and "ready_log_line" in table:
-            raise self.fail(
-                table["ready_log_line"],
-                (*key, "ready_log_line"),
-                "give a readiness_probe or a ready_log_line, not both",
-            )
-        if "ready_log_line" in table:
-            sub = (*key, "ready_log_line")
-            self.place((*where, "ready"), table["ready_log_line"], sub)
-            data["ready"] = {"line": self.string(table["ready_log_line"], sub)}
-        elif "readiness_probe" in table:
-            probe = table["readiness_probe"]
-            data["ready"] = self.probe(probe, (*key, "readiness_probe"), where, ready=True)
-
-    def probe(self, node: Node, key: Key, where: Key, ready: bool = False) -> dict[str, Any]:
-        """A readiness or liveness probe, with process-compose's defaults."""
-        field = "ready" if ready else "liveness"
-        self.place((*where, field), node, key)
-        table = self.mapping(node, key, _PROBE)
-        numbers = {}
-        for name in sorted(_PROBE - {"exec", "http_get"}):
-            if name in table:
-                numbers[name] = self.integer(table[name], (*key, name))
-        # process-compose's defaults for values it reads as unset (below its minimum).
-        period = numbers.get("period_seconds", 0)
-        period = period if period >= 1 else 10
-        timeout = numbers.get("timeout_seconds", 0)
-        timeout = timeout if timeout >= 1 else 1
-        failures = numbers.get("failure_threshold", 0)
-        failures = failures if failures >= 1 else 3
-        delay = max(numbers.get("initial_delay_seconds", 0), 0)
-        if ("exec" in table) == ("http_get" in table):
-            raise self.fail(node, key, "give one of exec or http_get")
-        out: dict[str, Any] = {}
-        if "exec" in table:
-            sub = (*key, "exec")
-            exec_ = self.mapping(table["exec"], sub, _EXEC, _EXEC_REFUSED)
-            if "command" not in exec_:
-                raise self.fail(table["exec"], sub, "needs a command")
-            self.place((*where, field, "command"), exec_["command"], (*sub, "command"))
-            line = self.rendered(exec_["command"], (*sub, "command"))
-            out["command"] = [*self.probe_shell, line]
-        else:
-            out["http"], status = self.url(table["http_get"], (*key, "http_get"), (*where, field))
-            if status is not None:
-                out["status"] = status
-        for name, value in (
-            ("period_seconds", "period" if not ready else "interval"),
-            ("timeout_seconds", "timeout"),
-            ("failure_threshold", "failures"),
-            ("initial_delay_seconds", "delay"),
-        ):
-            if name in table:
-                self.place((*where, field, value), table[name], (*key, name))
-        if ready:
-            # Polled until it passes, every period (an attempt may take that long).
-            out["interval"] = period
-            return out
-        out.update(period=period, timeout=timeout, failures=failures, delay=delay)
-        return out
-
-    def url(self, node: Node, key: Key, data_key: Key) -> tuple[str, int | None]:
-        """An ``http_get``'s URL, and its ``status_code`` (None: any 2xx or 3xx)."""
-        table = self.mapping(node, key, _HTTP, _HTTP_REFUSED)
-        self.place((*data_key, "http"), node, key)
-        parts = {}
-        for name, default in (("scheme", "http"), ("host", "127.0.0.1"), ("path", "/")):
-            parts[name] = self.rendered(table[name], (*key, name)) if name in table else default
-            parts[name] = parts[name].strip() or default
-        port = ""
-        for name in ("port", "num_port"):
-            if name in table:
-                sub = (*key, name)
-                text = self.rendered(table[name], sub).strip()
-                if not text.isdigit() or not 0 < int(text) < 65536:
-                    raise self.fail(
-                        table[name], sub, f"must be a port (1-65535), got {text[:20]!r}"
-                    )
-                port = f":{int(text)}"
-        status = None
-        if "status_code" in table:
-            sub = (*key, "status_code")
-            self.place((*data_key, "status"), table["status_code"], sub)
-            status = self.integer(table["status_code"], sub)
-        return f"{parts['scheme']}://{parts['host']}{port}{parts['path']}", status
 
     def availability(self, node: Node, key: Key, where: Key, data: dict[str, Any]) -> None:
         table = self.mapping(node, key, _AVAILABILITY, _AVAILABILITY_REFUSED)
