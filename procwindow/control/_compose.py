@@ -225,6 +225,14 @@ class _Reader(ValueReader):
             namespace, ns_node, ns_key = "default", node, key
             if "namespace" in table:
                 ns_node, ns_key = table["namespace"], (*key, "namespace")
+                if isinstance(ns_node.value, list) and len(ns_node.value) > 1:
+                    raise self.fail(
+                        ns_node,
+                        ns_key,
+                        "is not read (not supported: a process is in one namespace)",
+                    )
+                if isinstance(ns_node.value, list) and ns_node.value:
+                    ns_node, ns_key = ns_node.value[0], (*ns_key, 0)
                 namespace = self.string(ns_node, ns_key)
             if namespace not in sessions:
                 si = len(sessions)

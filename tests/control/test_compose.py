@@ -326,6 +326,11 @@ def test_keys_of_newer_process_compose_files_as_its_repository_uses_them(tmp_pat
             " is skipped too)",
         ),
         (
+            "processes:\n  a:\n    command: x\n    namespace: [a, b]\n",
+            "processes.a.namespace",
+            "(not supported: a process is in one namespace)",
+        ),
+        (
             "mcp_server:\n  host: localhost\nprocesses:\n  a:\n    command: x\n",
             "mcp_server",
             "(not supported: procwindow mcp serves agents itself; run it beside)",
