@@ -199,6 +199,24 @@ def test_docs_protocol_md_has_the_fields_of_the_spec() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_every_field_of_a_readiness_check_is_typed_documented_and_a_library_field() -> None:
+    """A key a kind of check gains (``status`` of ``http``) is in the protocol's
+    type table, the ``Ready`` dataclass and docs/protocol.md's table of checks."""
+    from procwindow.core import Ready
+    from procwindow.core._fields import _READY_TYPES
+    from procwindow.core.spec import READY_KINDS
+
+    docs = (ROOT / "docs" / "protocol.md").read_text()
+    table = docs[docs.index("| check | fields | ready when |") :]
+    table = table[: table.index("\n\n")]
+    for kind, keys in READY_KINDS.items():
+        row = next(line for line in table.splitlines() if line.strip().startswith(f"| {kind} |"))
+        for key in keys:
+            assert key in _READY_TYPES, (kind, key)
+            assert key in Ready.__dataclass_fields__, (kind, key)
+            assert f'`"{key}"' in row, (kind, key, row)
+
+
 def test_every_error_code_names_one_class() -> None:
     for code, cls in error_codes().items():
         assert error_class(code) is cls

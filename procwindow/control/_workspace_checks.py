@@ -251,16 +251,23 @@ class KeyChecker:
             raise self.fail((*where, key), f"must be true or false, got {_kind(value)}")
         return value
 
+    def run_fields(
+        self, table: dict[str, Any], where: Key, names: tuple[str, ...]
+    ) -> dict[str, Any]:
+        """The keys ``names`` of a command's table, checked as ``run``'s fields
+        are (a bad one fails at its key, with ``run``'s message)."""
+        given = {k: table[k] for k in names if k in table}
+        try:
+            return VERBS["run"].check({"argv": ["true"], "session": "s", "agent": "a", **given})
+        except InvalidField as exc:
+            raise self.fail((*where, exc.field), str(exc)) from None
+
     def terminal(self, table: dict[str, Any], where: Key) -> tuple[int, int] | None:
         """``pty`` (with ``rows`` and ``cols``): the size of the command's
         terminal, or None for pipes; checked by ``run``'s own fields and rule."""
-        given: dict[str, Any] = {k: table[k] for k in ("pty", "rows", "cols") if k in table}
-        if not given:
+        if not any(k in table for k in ("pty", "rows", "cols")):
             return None
-        try:
-            values = VERBS["run"].check({"argv": ["true"], "session": "s", "agent": "a", **given})
-        except InvalidField as exc:
-            raise self.fail((*where, exc.field), str(exc)) from None
+        values = self.run_fields(table, where, ("pty", "rows", "cols"))
         return (values["rows"], values["cols"]) if values["pty"] else None
 
     def stopping(
@@ -268,11 +275,8 @@ class KeyChecker:
     ) -> tuple[int | None, tuple[str, ...] | None]:
         """``stop_signal`` and ``stop_command``, checked by ``run``'s own fields
         (the command's program found now, as the command's is)."""
-        given: dict[str, Any] = {k: table[k] for k in ("stop_signal", "stop_command") if k in table}
         try:
-            values = VERBS["run"].check({"argv": ["true"], "session": "s", "agent": "a", **given})
-        except InvalidField as exc:
-            raise self.fail((*where, exc.field), str(exc)) from None
+            values = self.run_fields(table, where, ("stop_signal", "stop_command"))
         except CommandError as exc:
             sub = (*where, "stop_command")
             raise self.fail(sub if exc.index is None else (*sub, exc.index), exc.reason) from None

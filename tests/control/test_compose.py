@@ -281,6 +281,7 @@ def test_values_are_expanded_from_the_environment_and_the_dotenv_file(tmp_path, 
     }
 
 
+@pytest.mark.promise("Workspaces: process-compose files")
 def test_keys_of_newer_process_compose_files_as_its_repository_uses_them(tmp_path):
     # The shapes of process-compose's own fixtures (fixtures-code/, issues/).
     (tmp_path / ".env.test").write_text("MY_NAME=test\n")
@@ -656,6 +657,7 @@ def _wait(cond, timeout=30.0, what="condition"):
         time.sleep(0.05)
 
 
+@pytest.mark.promise("Workspaces: process-compose files")
 def test_replicas_are_commands_of_one_agent_and_a_dependency_on_the_group_is_on_each(
     tmp_path,
 ):
@@ -702,6 +704,7 @@ def test_replicas_are_commands_of_one_agent_and_a_dependency_on_the_group_is_on_
         assert stop_server(srv) == 0
 
 
+@pytest.mark.promise("Workspaces: process-compose files")
 def test_a_disabled_process_starts_only_when_named_or_depended_on(tmp_path):
     path = write(
         tmp_path,

@@ -106,6 +106,7 @@ ON_INT = """
 """
 
 
+@pytest.mark.promise("Workspaces: Shutdown")
 def test_terminate_sends_the_proc_s_stop_signal(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
@@ -130,6 +131,7 @@ def test_terminate_sends_the_proc_s_stop_signal(run, tmp_path):
     run(main())
 
 
+@pytest.mark.promise("Guarantees and limits: Each process runs in its own process group")
 def test_a_stop_handler_s_own_command_gets_no_second_signal(run, tmp_path):
     # SIGTERM handled by running a command: that command, forked after the
     # group's signal, must not be signalled again (it was, through the cgroup).
@@ -158,6 +160,7 @@ UNTIL_FLAG = """
 """
 
 
+@pytest.mark.promise("Workspaces: Shutdown")
 def test_a_stop_command_asks_instead_of_the_signal(run, tmp_path):
     async def main():
         async with Supervisor(log_dir=tmp_path, graceful_timeout=10) as sup:
